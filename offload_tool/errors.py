@@ -1,0 +1,48 @@
+"""The exception hierarchy: every library failure is an `OffloadError`.
+
+Callers (the CLIs, the SCons tool) catch `OffloadError` and print `str(exc)` as one line; nothing
+else may escape a parser (no `struct.error`, `IndexError`, `MemoryError`)."""
+
+
+class OffloadError(Exception):
+    """Base class of every error the library raises on bad input or bad arguments."""
+
+
+class TargetIDError(OffloadError):
+    """A target ID, offload arch, triple or bundle entry ID is malformed or not allowed."""
+
+
+class BundleFormatError(OffloadError):
+    """A clang offload bundle (binary, text or object) is malformed."""
+
+
+class CompressionError(BundleFormatError):
+    """A compressed bundle (CCOB) is malformed, corrupt or fails its hash check."""
+
+
+class BundleError(OffloadError):
+    """A bundling or unbundling request cannot be satisfied (missing or conflicting entries)."""
+
+
+class ArchiveError(OffloadError):
+    """A static (ar) archive is malformed."""
+
+
+class ElfError(OffloadError):
+    """An ELF file is malformed or cannot be edited as asked."""
+
+
+class OffloadBinaryError(OffloadError):
+    """An OffloadBinary (0x10FF10AD) package is malformed."""
+
+
+class FatbinError(OffloadError):
+    """An NVIDIA fat binary (.nv_fatbin) is malformed."""
+
+
+class UsageError(OffloadError):
+    """A command-line or API argument is invalid."""
+
+
+class OutputPathError(OffloadError):
+    """A name taken from inside a file would escape the output directory."""

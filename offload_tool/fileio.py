@@ -1,0 +1,125 @@
+"""Input mapping and atomic output: shared by every format module and CLI.
+
+Inputs are memory-mapped (no copy into Python bytes); outputs go to a temporary file in the
+destination directory and are renamed into place only when complete, so a failed run never
+leaves a partial or stale output behind."""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import sys
+import tempfile
+from typing import BinaryIO, Iterator
+
+from .errors import OffloadError, OutputPathError
+
+__all__ = ["open_input", "read_input", "atomic_output", "write_atomic", "safe_join", "sanitize_name"]
+
+
+@contextlib.contextmanager
+def open_input(path: str | os.PathLike) -> Iterator[memoryview]:
+    """Yield the whole file as a read-only memoryview (mmap-backed; `-` reads stdin)."""
+    if str(path) == "-":
+        yield memoryview(sys.stdin.buffer.read())
+        return
+    try:
+        f = open(path, "rb")
+    except OSError as exc:
+        raise OffloadError(f"'{os.fspath(path)}': {exc.strerror or exc}") from None
+    with f:
+        try:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0 or not os.path.isfile(path):
+                data = f.read()
+                yield memoryview(data)
+                return
+            m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except OSError as exc:
+            raise OffloadError(f"'{os.fspath(path)}': {exc.strerror or exc}") from None
+        view = memoryview(m)
+        try:
+            yield view
+        finally:
+            view.release()
+            try:
+                m.close()
+            except BufferError:
+                # A caller kept a slice alive; the map is freed when the last view goes.
+                pass
+
+
+def read_input(path: str | os.PathLike) -> bytes:
+    """Read a whole (small) input file, with the library's error convention."""
+    if str(path) == "-":
+        return sys.stdin.buffer.read()
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        raise OffloadError(f"'{os.fspath(path)}': {exc.strerror or exc}") from None
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike, mode: int | None = None) -> Iterator[BinaryIO]:
+    """Open a temporary file beside `path`; rename it over `path` only if the block succeeds.
+
+    `-` writes to stdout (not atomic, as there is nothing to rename)."""
+    path = os.fspath(path)
+    if path == "-":
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise OffloadError(f"'{path}': {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+            f.flush()
+        if mode is None:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise OffloadError(f"'{path}': {exc.strerror or exc}") from None
+        raise
+
+
+def write_atomic(path: str | os.PathLike, *chunks: bytes | bytearray | memoryview) -> None:
+    """Write `chunks` to `path` atomically."""
+    with atomic_output(path) as f:
+        for chunk in chunks:
+            f.write(chunk)
+
+
+_BAD_NAME_CHARS = {"/", "\\", "\0"}
+
+
+def sanitize_name(name: str) -> str:
+    """Make a name taken from inside a file safe as one path component.
+
+    Path separators and NUL become `_`; a name that is empty, `.` or `..` gets a leading `_`."""
+    cleaned = "".join("_" if (c in _BAD_NAME_CHARS or ord(c) < 0x20) else c for c in name)
+    if cleaned in ("", ".", ".."):
+        cleaned = "_" + cleaned
+    return cleaned
+
+
+def safe_join(directory: str | os.PathLike, name: str) -> str:
+    """Join `name` (from untrusted data) under `directory`, refusing anything that escapes it."""
+    if not name or "\0" in name or os.path.isabs(name):
+        raise OutputPathError(f"refusing unsafe output name {name!r}")
+    base = os.path.abspath(directory)
+    full = os.path.abspath(os.path.join(base, name))
+    if os.path.commonpath([base, full]) != base or full == base:
+        raise OutputPathError(f"refusing output name {name!r}: it leaves the output directory")
+    return full

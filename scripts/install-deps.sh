@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what `make example` and `make test` need, idempotently and quietly when done already:
+# the Debian toolchain packages, then a virtual environment (.venv) with this project installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(clang-19 clang-tools-19 lld-19 llvm-19 libomp-19-dev
+          clang-22 clang-tools-22 lld-22 llvm-22
+          hipcc rocm-device-libs)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    echo "install-deps: installing Debian packages: ${missing[*]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+stamp=.venv/.installed
+if [ ! -x .venv/bin/python ]; then
+    echo "install-deps: creating .venv"
+    "$PY" -m venv .venv
+fi
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+    echo "install-deps: installing offload-tool into .venv"
+    .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+    .venv/bin/python -m pip install -q -e '.[test]'
+    touch "$stamp"
+fi

@@ -1,0 +1,57 @@
+"""Shared test helpers: locating the real LLVM / CUDA / ROCm tools (skip with a reason when absent)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+# CUDA lives outside PATH on these machines.
+if os.path.isdir("/usr/local/cuda/bin") and "/usr/local/cuda/bin" not in os.environ.get("PATH", ""):
+    os.environ["PATH"] = os.environ.get("PATH", "") + os.pathsep + "/usr/local/cuda/bin"
+
+
+def find_tool(name: str) -> str | None:
+    """Path of an external tool, e.g. 'clang-offload-bundler-19', or None."""
+    return shutil.which(name)
+
+
+def need_tool(name: str) -> str:
+    """Path of an external tool; skips the calling test (with the Debian package to install) if absent."""
+    path = find_tool(name)
+    if path is None:
+        pkg = {
+            "clang-offload-bundler-19": "clang-tools-19", "clang-offload-packager-19": "clang-tools-19",
+            "clang-offload-bundler-22": "clang-tools-22", "llvm-offload-binary-22": "llvm-22",
+            "clang-linker-wrapper-19": "clang-tools-19",
+            "llvm-objdump-19": "llvm-19", "llvm-objdump-22": "llvm-22", "llvm-ar-19": "llvm-19",
+            "clang-19": "clang-19", "clang-22": "clang-22", "hipcc": "hipcc", "nvcc": "CUDA toolkit",
+        }.get(name, "?")
+        pytest.skip(f"{name} not found (install {pkg})")
+    return path
+
+
+def run(cmd, **kw) -> subprocess.CompletedProcess:
+    """Run a command, capture output as bytes, never raise on failure."""
+    kw.setdefault("capture_output", True)
+    return subprocess.run([str(c) for c in cmd], **kw)
+
+
+def run_cli(module: str, *args, **kw) -> subprocess.CompletedProcess:
+    """Run one of our CLIs (`python -m offload_tool.<module>`) from the working tree."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    kw.setdefault("env", env)
+    return run([sys.executable, "-m", f"offload_tool.{module}", *args], **kw)
+
+
+@pytest.fixture
+def repo() -> Path:
+    return REPO
