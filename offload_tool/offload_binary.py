@@ -1,0 +1,367 @@
+"""OffloadBinary (magic `10 FF 10 AD`) version 1: the device-image wrapper of the new offload driver.
+
+Layout and writer behaviour follow `llvm/Object/OffloadBinary` of LLVM 19 (llvm-formats.md §6):
+a 32-byte header, one 40-byte entry, `NumStrings` 16-byte string entries (absolute key/value
+offsets), an ELF-style tail-merged string table, the image, zero padding to a multiple of 8.
+The producer ("offload kind") numbering differs between LLVM releases: HIP is 3 in LLVM 19 and 4
+in LLVM 22 (bit flags), so readers that do not know the producing LLVM report value 3 as
+ambiguous instead of guessing."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import BinaryIO, Mapping
+
+from .errors import OffloadBinaryError
+
+__all__ = [
+    "MAGIC", "VERSION", "ALIGNMENT", "HEADER", "ENTRY", "STRING_ENTRY",
+    "IMAGE_KINDS", "IMG_NONE", "IMG_OBJECT", "IMG_BITCODE", "IMG_CUBIN", "IMG_FATBINARY", "IMG_PTX",
+    "IMG_SPIRV", "OFFLOAD_KINDS_19", "OFFLOAD_KINDS_22", "DEFAULT_LLVM_VERSION", "SUPPORTED_LLVM_VERSIONS",
+    "OffloadImage", "read_offload_binaries", "read_offload_binary", "write_offload_binary",
+    "write_offload_binary_to", "string_table", "image_kind_value", "image_kind_name",
+    "image_kind_from_content", "image_kind_for_file", "objdump_image_kind_name", "offload_kind_value",
+    "offload_kind_name", "is_offload_binary", "is_bitcode", "llvm_path_extension",
+]
+
+MAGIC = b"\x10\xff\x10\xad"
+VERSION = 1
+ALIGNMENT = 8
+
+# struct Header { uint8_t Magic[4]; uint32_t Version; uint64_t Size; uint64_t EntryOffset; uint64_t EntrySize; }
+HEADER = struct.Struct("<4sIQQQ")
+# struct Entry { uint16_t TheImageKind; uint16_t TheOffloadKind; uint32_t Flags; uint64_t StringOffset;
+#                uint64_t NumStrings; uint64_t ImageOffset; uint64_t ImageSize; }
+ENTRY = struct.Struct("<HHIQQQQ")
+# struct StringEntry { uint64_t KeyOffset; uint64_t ValueOffset; }
+STRING_ENTRY = struct.Struct("<QQ")
+
+IMG_NONE, IMG_OBJECT, IMG_BITCODE, IMG_CUBIN, IMG_FATBINARY, IMG_PTX, IMG_SPIRV = range(7)
+
+# `getImageKindName` (19): value -> name; anything else is "".  IMG_SPIRV (6) exists only in 22.
+IMAGE_KINDS = {0: "none", 1: "o", 2: "bc", 3: "cubin", 4: "fatbin", 5: "s"}
+_IMAGE_KIND_BY_EXT = {"o": IMG_OBJECT, "bc": IMG_BITCODE, "cubin": IMG_CUBIN, "fatbin": IMG_FATBINARY,
+                      "s": IMG_PTX}
+# llvm-objdump's names (OffloadDump.cpp `getImageName`).
+_OBJDUMP_IMAGE_NAMES = {1: "elf", 2: "llvm ir", 3: "cubin", 4: "fatbinary", 5: "ptx"}
+
+# `getOffloadKind` / `getOffloadKindName` per LLVM release.
+OFFLOAD_KINDS_19 = {"none": 0, "openmp": 1, "cuda": 2, "hip": 3}
+OFFLOAD_KINDS_22 = {"none": 0, "openmp": 1, "cuda": 2, "hip": 4, "sycl": 8}
+DEFAULT_LLVM_VERSION = 19
+SUPPORTED_LLVM_VERSIONS = (19, 20, 21, 22)
+
+_BITCODE_MAGICS = (b"BC\xc0\xde", b"\xde\xc0\x17\x0b")
+
+
+def _kinds_for(llvm_version: int) -> dict[str, int]:
+    if llvm_version in (19, 20):
+        return OFFLOAD_KINDS_19
+    if llvm_version in (21, 22):
+        # LLVM 21 turned the offload kinds into bit flags (HIP = 4).
+        return OFFLOAD_KINDS_22
+    raise OffloadBinaryError(
+        f"unsupported LLVM version {llvm_version} (supported: {', '.join(map(str, SUPPORTED_LLVM_VERSIONS))})")
+
+
+def offload_kind_value(name: str, llvm_version: int = DEFAULT_LLVM_VERSION) -> int:
+    """`getOffloadKind(name)` of LLVM `llvm_version`: unknown names are OFK_None (0)."""
+    return _kinds_for(llvm_version).get(name, 0)
+
+
+def offload_kind_name(value: int, llvm_version: int | None = None) -> str:
+    """`getOffloadKindName(value)` of LLVM `llvm_version`.
+
+    With no version, value 3 is reported as ambiguous: it is HIP as written by LLVM 19/20, but
+    the bit-flag combination OpenMP|CUDA for LLVM 21+ (whose tools print it as `none`)."""
+    if llvm_version is not None:
+        for name, v in _kinds_for(llvm_version).items():
+            if v == value:
+                return name
+        return "none"
+    if value == 3:
+        return "hip (LLVM 19) or cuda|openmp (LLVM 22)"
+    for name, v in OFFLOAD_KINDS_22.items():
+        if v == value:
+            return name
+    return "none"
+
+
+def image_kind_value(name: str) -> int:
+    """`getImageKind(name)`: image kind from a file extension (without the dot)."""
+    return _IMAGE_KIND_BY_EXT.get(name, IMG_NONE)
+
+
+def image_kind_name(value: int, llvm_version: int | None = None) -> str:
+    """`getImageKindName(value)`: the extension LLVM uses for an image kind ("" if none)."""
+    if value == IMG_SPIRV and (llvm_version is None or llvm_version >= 22):
+        return "spv"
+    return IMAGE_KINDS.get(value, "") if value != IMG_NONE else ""
+
+
+def objdump_image_kind_name(value: int) -> str:
+    """The image kind as `llvm-objdump --offloading` prints it."""
+    return _OBJDUMP_IMAGE_NAMES.get(value, "<none>")
+
+
+def is_offload_binary(buf) -> bool:
+    return bytes(buf[:4]) == MAGIC
+
+
+def is_bitcode(buf) -> bool:
+    """`identify_magic(...) == file_magic::bitcode` (raw bitcode or the bitcode wrapper)."""
+    return bytes(buf[:4]) in _BITCODE_MAGICS
+
+
+def image_kind_from_content(buf) -> int | None:
+    """IMG_Bitcode when the content is LLVM bitcode, else None (decide by extension)."""
+    return IMG_BITCODE if is_bitcode(buf) else None
+
+
+def llvm_path_extension(path: str) -> str:
+    """`llvm::sys::path::extension(path)` without its dot (".o" -> "o", "a.b.c" -> "c")."""
+    name = path.rsplit("/", 1)[-1]
+    if name in (".", ".."):
+        return ""
+    pos = name.rfind(".")
+    return "" if pos < 0 else name[pos + 1:]
+
+
+def image_kind_for_file(path: str, content) -> int:
+    """The packager's rule: bitcode by magic, otherwise by extension ("Clang uses .o for LTO bitcode")."""
+    kind = image_kind_from_content(content)
+    return kind if kind is not None else image_kind_value(llvm_path_extension(path))
+
+
+@dataclass
+class OffloadImage:
+    """One OffloadBinary entry: kinds, flags, string metadata (in string-entry order) and the image.
+
+    `llvm_version` is the LLVM whose producer numbering applies (None: unknown; see
+    `offload_kind_name`).  `offset`/`size` locate the binary in the buffer it was read from."""
+
+    image_kind: int
+    offload_kind: int
+    flags: int
+    strings: dict[str, str]
+    image: bytes | memoryview
+    llvm_version: int | None = None
+    offset: int = field(default=0, compare=False)
+    size: int = field(default=0, compare=False)
+
+    @property
+    def triple(self) -> str:
+        return self.strings.get("triple", "")
+
+    @property
+    def arch(self) -> str:
+        return self.strings.get("arch", "")
+
+    def kind_name(self, llvm_version: int | None = -1) -> str:
+        """Producer name (`openmp`, `cuda`, `hip`, ...); defaults to the image's own LLVM version."""
+        return offload_kind_name(self.offload_kind, self.llvm_version if llvm_version == -1 else llvm_version)
+
+    @property
+    def producer(self) -> str:
+        return self.kind_name()
+
+    @property
+    def image_kind_name(self) -> str:
+        """Extension-style name (`o`, `bc`, ...; "" for none) as in LLVM's generated file names."""
+        return image_kind_name(self.image_kind, self.llvm_version)
+
+    def get(self, key: str) -> str:
+        """`OffloadBinary::getString(key)`: missing keys read as ""."""
+        return self.strings.get(key, "")
+
+
+# --------------------------------------------------------------------------------------------
+# Reading
+
+
+def _c_string(buf, start: int, limit: int, what: str, base: int) -> str:
+    """A NUL-terminated string at `start`, which must end before `limit`."""
+    if start >= limit:
+        raise OffloadBinaryError(
+            f"offload binary at offset {base:#x}: {what} {start - base:#x} is outside the binary")
+    end = bytes(buf[start:limit]).find(b"\0") if limit - start <= 4096 else -2
+    if end == -2:
+        # Long region: search in chunks so a huge string table is not copied at once.
+        pos = start
+        end = -1
+        while pos < limit:
+            chunk = bytes(buf[pos:min(limit, pos + 65536)])
+            i = chunk.find(b"\0")
+            if i >= 0:
+                end = pos + i - start
+                break
+            pos += len(chunk)
+    if end < 0:
+        raise OffloadBinaryError(
+            f"offload binary at offset {base:#x}: {what} {start - base:#x} is not NUL-terminated inside the binary")
+    return bytes(buf[start:start + end]).decode("utf-8", "surrogateescape")
+
+
+def read_offload_binary(buf, offset: int = 0, *, llvm_version: int | None = None) -> OffloadImage:
+    """Parse one OffloadBinary at `offset` of `buf` (checks of `OffloadBinary::create`, plus bounds).
+
+    The image is a memoryview slice of `buf` (no copy)."""
+    view = memoryview(buf).cast("B") if not isinstance(buf, memoryview) or buf.format != "B" else buf
+    total = len(view)
+    avail = total - offset
+    where = f"offload binary at offset {offset:#x}"
+    if avail < HEADER.size + ENTRY.size:
+        raise OffloadBinaryError(
+            f"{where}: {avail} bytes is too small for a header and entry (72 bytes) "
+            "(Invalid data was encountered while parsing the file)")
+    magic, version, size, entry_offset, entry_size = HEADER.unpack_from(view, offset)
+    if magic != MAGIC:
+        raise OffloadBinaryError(
+            f"{where}: bad magic {magic.hex()} (expected 10ff10ad) "
+            "(Invalid data was encountered while parsing the file)")
+    if version != VERSION:
+        raise OffloadBinaryError(
+            f"{where}: unsupported Version {version} (expected 1) "
+            "(Invalid data was encountered while parsing the file)")
+    if size > avail or size < ENTRY.size or size < HEADER.size:
+        raise OffloadBinaryError(
+            f"{where}: Size {size} does not fit the {avail} bytes available "
+            "(The end of the file was unexpectedly encountered)")
+    if size < HEADER.size + ENTRY.size:
+        # LLVM re-parses a copy of exactly Size bytes, which then fails its 72-byte minimum.
+        raise OffloadBinaryError(
+            f"{where}: Size {size} is smaller than a header and entry (72 bytes) "
+            "(Invalid data was encountered while parsing the file)")
+    if entry_offset > size - ENTRY.size or entry_size > size - HEADER.size:
+        raise OffloadBinaryError(
+            f"{where}: EntryOffset {entry_offset} / EntrySize {entry_size} exceed Size {size} "
+            "(The end of the file was unexpectedly encountered)")
+    (image_kind, offload_kind, flags, string_offset, num_strings,
+     image_offset, image_size) = ENTRY.unpack_from(view, offset + entry_offset)
+    if image_offset > size:
+        raise OffloadBinaryError(
+            f"{where}: ImageOffset {image_offset} is beyond Size {size} "
+            "(The end of the file was unexpectedly encountered)")
+    if string_offset > size:
+        raise OffloadBinaryError(
+            f"{where}: StringOffset {string_offset} is beyond Size {size} "
+            "(The end of the file was unexpectedly encountered)")
+    # Beyond LLVM: LLVM trusts NumStrings, the string offsets and ImageSize.
+    if image_size > size - image_offset:
+        raise OffloadBinaryError(
+            f"{where}: ImageSize {image_size} at ImageOffset {image_offset} exceeds Size {size}")
+    if num_strings > (size - string_offset) // STRING_ENTRY.size:
+        raise OffloadBinaryError(
+            f"{where}: NumStrings {num_strings} at StringOffset {string_offset} exceeds Size {size}")
+    end = offset + size
+    strings: dict[str, str] = {}
+    for i in range(num_strings):
+        key_off, value_off = STRING_ENTRY.unpack_from(view, offset + string_offset + i * STRING_ENTRY.size)
+        if key_off >= size or value_off >= size:
+            raise OffloadBinaryError(
+                f"{where}: string entry {i} KeyOffset {key_off} / ValueOffset {value_off} is beyond Size {size}")
+        key = _c_string(view, offset + key_off, end, f"string entry {i} KeyOffset", offset)
+        value = _c_string(view, offset + value_off, end, f"string entry {i} ValueOffset", offset)
+        strings[key] = value
+    image = view[offset + image_offset:offset + image_offset + image_size]
+    return OffloadImage(image_kind, offload_kind, flags, strings, image, llvm_version, offset, size)
+
+
+def read_offload_binaries(buf, *, llvm_version: int | None = None) -> list[OffloadImage]:
+    """All OffloadBinaries stored back to back in `buf` (a raw package or a section's contents).
+
+    As LLVM's `extractOffloadFiles`: any bytes left that do not parse are an error."""
+    view = memoryview(buf)
+    if view.format != "B" or view.ndim != 1:
+        view = view.cast("B")
+    if llvm_version is not None:
+        _kinds_for(llvm_version)
+    images = []
+    offset = 0
+    while offset < len(view):
+        img = read_offload_binary(view, offset, llvm_version=llvm_version)
+        images.append(img)
+        offset += img.size
+    return images
+
+
+# --------------------------------------------------------------------------------------------
+# Writing
+
+
+def _encode(s: str | bytes) -> bytes:
+    return s.encode("utf-8", "surrogateescape") if isinstance(s, str) else bytes(s)
+
+
+def string_table(strings: list[bytes]) -> tuple[bytes, dict[bytes, int]]:
+    """`StringTableBuilder(ELF)` with `finalize()` (tail merging): table bytes and offsets.
+
+    Distinct strings are laid out sorted descending by their reversed bytes; a string that is a
+    suffix of the previously stored one points into it; "" is offset 0 (the leading NUL)."""
+    distinct = sorted(set(strings), key=lambda s: s[::-1], reverse=True)
+    out = bytearray(b"\0")
+    offsets: dict[bytes, int] = {}
+    previous = b""
+    for s in distinct:
+        if previous.endswith(s):
+            offsets[s] = len(out) - len(s) - 1
+            continue
+        offsets[s] = len(out)
+        out += s + b"\0"
+        previous = s
+    offsets[b""] = 0
+    return bytes(out), offsets
+
+
+def _align(n: int) -> int:
+    return (n + ALIGNMENT - 1) & ~(ALIGNMENT - 1)
+
+
+def _check_u(value: int, bits: int, what: str) -> None:
+    if not isinstance(value, int) or value < 0 or value >= 1 << bits:
+        raise OffloadBinaryError(f"{what} {value!r} does not fit in {bits} bits")
+
+
+def _header_bytes(image: OffloadImage) -> tuple[bytes, int, int]:
+    """Everything before the image (header, entry, string entries, table, padding)."""
+    _check_u(image.image_kind, 16, "image kind")
+    _check_u(image.offload_kind, 16, "offload kind")
+    _check_u(image.flags, 32, "flags")
+    pairs = [(_encode(k), _encode(v)) for k, v in image.strings.items()]
+    table, offsets = string_table([s for kv in pairs for s in kv])
+    string_entries_size = STRING_ENTRY.size * len(pairs)
+    table_start = HEADER.size + ENTRY.size + string_entries_size
+    image_offset = _align(table_start + len(table))
+    image_size = len(image.image) if not isinstance(image.image, memoryview) else image.image.nbytes
+    size = _align(image_offset + image_size)
+    out = bytearray()
+    out += HEADER.pack(MAGIC, VERSION, size, HEADER.size, ENTRY.size)
+    out += ENTRY.pack(image.image_kind, image.offload_kind, image.flags, HEADER.size + ENTRY.size,
+                      len(pairs), image_offset, image_size)
+    for k, v in pairs:
+        out += STRING_ENTRY.pack(table_start + offsets[k], table_start + offsets[v])
+    out += table
+    out += bytes(image_offset - len(out))
+    return bytes(out), image_size, size
+
+
+def write_offload_binary(image: OffloadImage) -> bytes:
+    """`OffloadBinary::write`: the exact bytes LLVM writes for `image` (strings in `strings` order)."""
+    head, image_size, size = _header_bytes(image)
+    return b"".join((head, bytes(image.image), bytes(size - len(head) - image_size)))
+
+
+def write_offload_binary_to(out: BinaryIO, image: OffloadImage) -> int:
+    """Stream `write_offload_binary(image)` to `out` without building it in memory; returns its size."""
+    head, image_size, size = _header_bytes(image)
+    out.write(head)
+    out.write(image.image)
+    out.write(bytes(size - len(head) - image_size))
+    return size
+
+
+def make_image(image: bytes | memoryview, strings: Mapping[str, str], *, image_kind: int = IMG_NONE,
+               offload_kind: int = 0, flags: int = 0, llvm_version: int | None = None) -> OffloadImage:
+    """Convenience constructor (strings are copied in the given order)."""
+    return OffloadImage(image_kind, offload_kind, flags, dict(strings), image, llvm_version)
