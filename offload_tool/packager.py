@@ -144,8 +144,6 @@ def _matches(found: FoundImage, args: DenseMap, llvm_version: int) -> bool:
 def unbundle_images(input_file: str, images: list[str], *, archive: bool = False,
                     llvm_version: int = DEFAULT_LLVM_VERSION, warn=None, directory: str = ".") -> list[str]:
     """Extract: for each `--image`, the matching images of `input_file`; returns the paths written."""
-    from .archive import write_archive
-
     warn = warn or _Warn()
     written: list[str] = []
     with open_input(input_file) as buf:
@@ -158,6 +156,8 @@ def unbundle_images(input_file: str, images: list[str], *, archive: bool = False
             if archive:
                 if "file" not in args:
                     raise UsageError("Image must have a 'file' argument.")
+                from .archive import write_archive  # noqa: PLC0415 (only archive output needs it)
+
                 members = [(f.member if f.member is not None else input_file, bytes(f.image.image))
                            for f in extracted]
                 with atomic_output(args["file"]) as out:

@@ -1,0 +1,117 @@
+"""Embedding an offload package into a host object: the `.llvm.offloading` section.
+
+This is what `clang -cc1 -fembed-offload-object=<package>` does at compile time, done afterwards
+as a build step of its own, so that device code for one architecture can be rebuilt and
+re-embedded without recompiling the host code.  The section matches clang's
+(llvm-formats.md §7.1): type `SHT_LLVM_OFFLOADING` (0x6fff4c0b), flags `SHF_EXCLUDE` only,
+alignment 8; `clang-linker-wrapper` finds it by type and the static linker drops it."""
+
+from __future__ import annotations
+
+import sys
+from typing import BinaryIO
+
+from .errors import ElfError, OffloadBinaryError, OffloadError, UsageError
+from .fileio import atomic_output, open_input
+from .offload_binary import read_offload_binaries
+
+__all__ = ["embed_offload_package", "embed_files", "main", "OFFLOADING_SECTION", "SECTION_ALIGN"]
+
+OFFLOADING_SECTION = ".llvm.offloading"
+SECTION_ALIGN = 8
+
+
+def _check_package(package) -> None:
+    try:
+        images = read_offload_binaries(package)
+    except OffloadBinaryError as exc:
+        raise OffloadBinaryError(f"package is not a valid offload binary: {exc}") from None
+    if not images:
+        raise OffloadBinaryError("package is empty (no offload binaries to embed)")
+
+
+def embed_offload_package(host_object, package, out: BinaryIO) -> None:
+    """Write `host_object` (an ELF relocatable object, bytes-like) with `package` added as its
+    `.llvm.offloading` section to `out`.
+
+    `package` must be one or more OffloadBinaries back to back (what `offload-packager -o` writes).
+    A host object that already carries offload images is refused: the linker wrapper would link
+    both sets, which is never what a build step that embeds "the" package means."""
+    from . import elf
+
+    if not elf.is_elf(host_object):
+        raise ElfError("host object is not an ELF file")
+    etype = elf.elf_type(host_object)
+    if etype not in ("ET_REL", 1):
+        raise ElfError(f"host object is not a relocatable object (ELF type {etype}); embed before linking")
+    _check_package(package)
+    for sec in elf.read_sections(host_object):
+        if sec.sh_type == elf.SHT_LLVM_OFFLOADING or sec.name == OFFLOADING_SECTION:
+            raise ElfError(f"host object already has an offloading section '{sec.name}' "
+                           f"(at file offset {sec.offset:#x}); compile it with --offload-host-only")
+    section = elf.NewSection(OFFLOADING_SECTION, package, elf.SHT_LLVM_OFFLOADING, elf.SHF_EXCLUDE, SECTION_ALIGN)
+    elf.add_sections(host_object, [section], out)
+
+
+def embed_files(host_path: str, package_paths: list[str], output: str) -> None:
+    """Embed the concatenation of `package_paths` into the object at `host_path`; write `output` atomically."""
+    if not package_paths:
+        raise UsageError("no package given")
+    packages = []
+    for p in package_paths:
+        with open_input(p) as buf:
+            packages.append(bytes(buf))
+    package = b"".join(packages)
+    with open_input(host_path) as host:
+        with atomic_output(output) as out:
+            embed_offload_package(host, package, out)
+
+
+USAGE = """usage: {prog} HOST.o PACKAGE [PACKAGE...] -o OUT.o
+
+Add PACKAGE (OffloadBinaries, e.g. from offload-packager -o) to the ELF relocatable object HOST.o
+as its .llvm.offloading section (SHT_LLVM_OFFLOADING, SHF_EXCLUDE, align 8) and write OUT.o.
+Several packages are concatenated in the order given.
+"""
+
+
+def main(argv: list[str] | None = None, prog: str = "offload-embed") -> int:
+    """`python -m offload_tool.embed HOST.o PACKAGE -o OUT.o`"""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        output = None
+        positional: list[str] = []
+        i = 0
+        while i < len(argv):
+            a = argv[i]
+            i += 1
+            if a in ("-h", "--help"):
+                sys.stdout.write(USAGE.format(prog=prog))
+                return 0
+            if a == "-o" or a == "--output":
+                if i >= len(argv):
+                    raise UsageError(f"option {a} requires a value")
+                output = argv[i]
+                i += 1
+            elif a.startswith("-o") and len(a) > 2:
+                output = a[2:]
+            elif a.startswith("--output="):
+                output = a[len("--output="):]
+            elif a.startswith("-") and a != "-":
+                raise UsageError(f"unknown option '{a}' (see {prog} --help)")
+            else:
+                positional.append(a)
+        if output is None:
+            raise UsageError("no output file given (-o OUT.o)")
+        if len(positional) < 2:
+            raise UsageError("expected a host object and at least one package")
+        embed_files(positional[0], positional[1:], output)
+        return 0
+    except OffloadError as exc:
+        msg = " ".join(str(exc).splitlines())
+        print(f"{prog}: error: {msg}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
