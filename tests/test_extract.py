@@ -223,3 +223,24 @@ def test_nested_archive_depth_is_bounded():
         assert "nested" in str(exc) or "archive" in str(exc).lower()
     else:
         pytest.fail("no error for a 40-deep archive")
+
+
+def test_llvm_objdump_coff_scenario(tmp_path):
+    """llvm-objdump Offloading/coff.test: images in a COFF object's `.llvm.offloading` section."""
+    clang = need_tool("clang-19")
+    objcopy = need_tool("llvm-objcopy-19")
+    pkg = b"".join(write_offload_binary(OffloadImage(k, 1, 0, {"triple": t, "arch": a}, b"img"))
+                   for k, t, a in ((2, "amdgcn-amd-amdhsa", "gfx908"), (3, "nvptx64-nvidia-cuda", "sm_52")))
+    (tmp_path / "pkg").write_bytes(pkg)
+    (tmp_path / "e.c").write_text("int x;\n")
+    res = run([clang, "--target=x86_64-pc-windows-msvc", "-c", tmp_path / "e.c", "-o", tmp_path / "e.obj"])
+    if res.returncode != 0:
+        pytest.skip("clang-19 cannot make COFF objects here")
+    assert run([objcopy, "--add-section", f".llvm.offloading={tmp_path / 'pkg'}", tmp_path / "e.obj",
+                tmp_path / "f.obj"]).returncode == 0
+    found = find_offload_images((tmp_path / "f.obj").read_bytes(), "f.obj")
+    assert [(f.container, f.image.arch) for f in found] == [("coff", "gfx908"), ("coff", "sm_52")]
+    objdump = find_tool("llvm-objdump-19")
+    if objdump:
+        assert _ours(tmp_path / "f.obj", 19) == _objdump(objdump, tmp_path / "f.obj")
+    assert find_offload_images((tmp_path / "e.obj").read_bytes(), "e.obj") == []
