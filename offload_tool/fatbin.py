@@ -1,0 +1,431 @@
+"""NVIDIA fat binaries: the container nvcc puts in `.nv_fatbin` / `__nv_relfatbin` and writes as
+`.fatbin` files (`nvcc -fatbin`, `fatbinary --create`).
+
+NVIDIA does not document the layout; everything here was derived from CUDA 13.0 output
+(`nvcc -c -gencode ...`, `nvcc -rdc=true`, linked programs, and `fatbinary --create` with every
+`--compress-mode`, `--ident`, `--cmdline`, `-g`, `-32`) and is checked by tests/test_fatbin.py
+against freshly generated nvcc / fatbinary output.  Little-endian throughout.
+
+Fat binary header (16 bytes)::
+
+    u32 magic = 0xBA55ED50   u16 version = 1   u16 header_size = 16   u64 fat_size
+
+`fat_size` counts the entries that follow the header.  Several fat binaries may be concatenated
+(a linked program's `.nv_fatbin` holds one per module, the CUDA runtime's included), so a section
+is read back to back, tolerating zero padding to 8 bytes in between and at the end.
+
+Entry header (64 fixed bytes, then variable parts; `header_size` covers all of it)::
+
+    @0  u16 kind            1 = PTX, 2 = ELF (SASS cubin)
+    @2  u16 format_version  0x0101
+    @4  u32 header_size     64 + name + options, each part padded to 8
+    @8  u64 padded_size     payload bytes that follow the header (multiple of 8)
+    @16 u32 compressed_size bytes of compressed data at the start of the payload (0: stored raw)
+    @20 u32 options_offset  offset (in this header) of a {u32 offset, u32 size} options
+                            descriptor; 0 if none.  PTX entries always have one (ptxas options
+                            from `--cmdline`, e.g. `--compile-only`); sm_100+ ELF entries carry
+                            a binary blob there
+    @24 u16 minor, @26 u16 major   PTX: the PTX ISA version (9.0 for CUDA 13);
+                                   ELF: the cubin ELF ABI version (1.8), as in e_ident
+    @28 u32 sm              the SM number (80 for sm_80, 100 for sm_100a)
+    @32 u32 name_offset, @36 u32 name_size   the `--ident` string (source file name), or 0/0
+    @40 u64 flags           see FLAG_* below
+    @48 u64 reserved        0
+    @56 u64 uncompressed_size   size of the image once decompressed (0 when stored raw)
+
+Payload: the image (raw, padded with NUL to 8; PTX text is NUL-terminated) or a compressed
+stream of `compressed_size` bytes (zstd for FLAG_ZSTD, which nvcc 13 uses by default for PTX and
+for `-rdc` ELF; LZ4 block format for FLAG_LZ4, `--compress-mode=speed`, also used by older
+CUDA releases), padded to 8."""
+
+from __future__ import annotations
+
+import io
+import struct
+from dataclasses import dataclass, field
+
+from .errors import FatbinError
+
+__all__ = [
+    "FATBIN_MAGIC", "FatbinEntry", "Fatbin", "is_fatbin", "read_fatbin", "read_fatbins", "write_fatbin",
+    "make_entry", "lz4_block_decompress", "KIND_PTX", "KIND_ELF", "FATBIN_SECTIONS",
+    "FLAG_64BIT", "FLAG_DEBUG", "FLAG_LINUX", "FLAG_LZ4", "FLAG_ZSTD", "FLAG_ARCH_SPECIFIC",
+    "FLAG_FAMILY_SPECIFIC",
+]
+
+FATBIN_MAGIC = 0xBA55ED50
+FATBIN_VERSION = 1
+#: Section names nvcc uses for fat binaries in host objects and programs (`__nv_relfatbin`: `-rdc`).
+FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
+
+HEADER = struct.Struct("<IHHQ")  # magic, version, header_size, fat_size
+ENTRY = struct.Struct("<HHIQIIHHIIIQQQ")
+# kind, format_version, header_size, padded_size, compressed_size, options_offset, minor, major,
+# sm, name_offset, name_size, flags, reserved, uncompressed_size
+DESCRIPTOR = struct.Struct("<II")  # offset, size (of the options blob, inside the entry header)
+assert HEADER.size == 16 and ENTRY.size == 64
+
+KIND_PTX = 1
+KIND_ELF = 2
+KIND_NAMES = {KIND_PTX: "ptx", KIND_ELF: "elf"}
+ENTRY_FORMAT_VERSION = 0x0101
+
+FLAG_64BIT = 0x1            # `-64` (cleared by `fatbinary -32`)
+FLAG_DEBUG = 0x2            # `-g`
+FLAG_LINUX = 0x10           # host is Linux
+FLAG_LZ4 = 0x2000           # payload is an LZ4 block (`--compress-mode=speed`)
+FLAG_ZSTD = 0x8000          # payload is a zstd frame (default, size, balance modes)
+FLAG_ARCH_SPECIFIC = 0x100000    # `sm_90a`: the `a` suffix
+FLAG_FAMILY_SPECIFIC = 0x200000  # `sm_100f`: the `f` suffix
+FLAG_NAMES = {FLAG_64BIT: "64bit", FLAG_DEBUG: "debug", FLAG_LINUX: "linux", FLAG_LZ4: "lz4",
+              FLAG_ZSTD: "zstd", FLAG_ARCH_SPECIFIC: "arch-specific", FLAG_FAMILY_SPECIFIC: "family-specific"}
+
+#: The largest image we agree to inflate (the field is 64-bit; real images are megabytes).
+MAX_UNCOMPRESSED_SIZE = 1 << 32
+#: Number of fat binaries / entries we agree to list from one buffer (bounds the work on garbage).
+MAX_ENTRIES = 1 << 16
+
+
+def _align8(n: int) -> int:
+    return (n + 7) & ~7
+
+
+@dataclass
+class FatbinEntry:
+    """One image in a fat binary: a SASS cubin (kind ELF) or PTX text for one SM.
+
+    `payload` is the stored payload (padded; compressed if `compressed`), a slice of the input
+    where possible.  `offset` is the entry header's offset in the buffer read."""
+
+    kind: int
+    sm: int
+    flags: int
+    payload: bytes | memoryview
+    compressed_size: int = 0
+    uncompressed_size: int = 0
+    minor: int = 0
+    major: int = 0
+    name: bytes = b""
+    options: bytes | None = None
+    format_version: int = ENTRY_FORMAT_VERSION
+    reserved: int = 0
+    header_size: int = 0
+    offset: int = field(default=0, compare=False)
+
+    @property
+    def kind_name(self) -> str:
+        """`ptx`, `elf`, or `kind<N>` for kinds nvcc 13 does not write."""
+        return KIND_NAMES.get(self.kind, f"kind{self.kind}")
+
+    @property
+    def arch(self) -> str:
+        """The CUDA arch as `cuobjdump` names it: `sm_80`, `sm_90a`, `sm_100f` (PTX too)."""
+        suffix = "a" if self.flags & FLAG_ARCH_SPECIFIC else "f" if self.flags & FLAG_FAMILY_SPECIFIC else ""
+        return f"sm_{self.sm}{suffix}"
+
+    @property
+    def virtual_arch(self) -> str:
+        """`compute_90` for PTX images (what `-gencode code=compute_90` asks for); else `arch`."""
+        return "compute_" + self.arch[3:] if self.kind == KIND_PTX else self.arch
+
+    @property
+    def compressed(self) -> bool:
+        return bool(self.flags & (FLAG_LZ4 | FLAG_ZSTD)) and self.compressed_size != 0
+
+    @property
+    def compression(self) -> str | None:
+        if not self.compressed:
+            return None
+        return "zstd" if self.flags & FLAG_ZSTD else "lz4"
+
+    @property
+    def is_64bit(self) -> bool:
+        return bool(self.flags & FLAG_64BIT)
+
+    @property
+    def flag_names(self) -> list[str]:
+        names = [n for bit, n in FLAG_NAMES.items() if self.flags & bit]
+        rest = self.flags & ~sum(FLAG_NAMES)
+        if rest:
+            names.append(f"{rest:#x}")
+        return names
+
+    @property
+    def size(self) -> int:
+        """Size of the image itself (decompressed; stored padding included for raw images)."""
+        return self.uncompressed_size if self.compressed else len(self.payload)
+
+    @property
+    def ptx_options(self) -> str:
+        """The ptxas options recorded for a PTX image (e.g. `--compile-only`), else ""."""
+        if self.kind != KIND_PTX or not self.options:
+            return ""
+        return bytes(self.options).split(b"\0", 1)[0].decode("utf-8", "replace").strip()
+
+    def image(self) -> bytes:
+        """The image bytes, decompressed if needed (bounded by `uncompressed_size`)."""
+        if not self.compressed:
+            return bytes(self.payload)
+        where = f"fat binary entry at offset {self.offset:#x}"
+        if self.compressed_size > len(self.payload):
+            raise FatbinError(f"{where}: compressed_size {self.compressed_size} exceeds payload size {len(self.payload)}")
+        if self.uncompressed_size > MAX_UNCOMPRESSED_SIZE:
+            raise FatbinError(f"{where}: uncompressed_size {self.uncompressed_size} is implausibly large")
+        data = self.payload[: self.compressed_size]
+        if self.flags & FLAG_ZSTD:
+            return _zstd_decompress(data, self.uncompressed_size, where)
+        return lz4_block_decompress(data, self.uncompressed_size, where)
+
+
+@dataclass
+class Fatbin:
+    """One fat binary: its header fields and entries (`offset`: where it starts in the buffer)."""
+
+    entries: list[FatbinEntry]
+    version: int = FATBIN_VERSION
+    header_size: int = HEADER.size
+    fat_size: int = 0
+    offset: int = field(default=0, compare=False)
+
+
+def is_fatbin(buf) -> bool:
+    """True if `buf` starts with a fat binary header."""
+    return len(buf) >= 4 and struct.unpack_from("<I", buf, 0)[0] == FATBIN_MAGIC
+
+
+def _c_string_bytes(blob) -> bytes:
+    raw = bytes(blob)
+    nul = raw.find(b"\0")
+    return raw if nul < 0 else raw[:nul]
+
+
+def _read_entry(buf, off: int, end: int) -> FatbinEntry:
+    if off + ENTRY.size > end:
+        raise FatbinError(f"fat binary entry at offset {off:#x}: header truncated ({end - off} of {ENTRY.size} bytes)")
+    (kind, fmt, header_size, padded_size, compressed_size, options_offset, minor, major, sm, name_offset,
+     name_size, flags, reserved, uncompressed_size) = ENTRY.unpack_from(buf, off)
+    where = f"fat binary entry at offset {off:#x}"
+    if header_size < ENTRY.size:
+        raise FatbinError(f"{where}: header_size {header_size} is smaller than {ENTRY.size}")
+    if header_size > end - off:
+        raise FatbinError(f"{where}: header_size {header_size} runs past the end of the fat binary")
+    if padded_size > end - off - header_size:
+        raise FatbinError(f"{where}: payload size {padded_size} runs past the end of the fat binary")
+    if compressed_size > padded_size:
+        raise FatbinError(f"{where}: compressed_size {compressed_size} exceeds payload size {padded_size}")
+    header = buf[off: off + header_size]
+    name = b""
+    if name_size or name_offset:
+        if name_offset < ENTRY.size or name_offset > header_size or name_size > header_size - name_offset:
+            raise FatbinError(f"{where}: name (offset {name_offset}, size {name_size}) lies outside the entry header")
+        name = bytes(header[name_offset: name_offset + name_size])
+    options = None
+    if options_offset:
+        if options_offset < ENTRY.size or options_offset > header_size - DESCRIPTOR.size:
+            raise FatbinError(f"{where}: options_offset {options_offset} lies outside the entry header")
+        opt_off, opt_size = DESCRIPTOR.unpack_from(header, options_offset)
+        if opt_off > header_size or opt_size > header_size - opt_off:
+            raise FatbinError(f"{where}: options (offset {opt_off}, size {opt_size}) lie outside the entry header")
+        options = bytes(header[opt_off: opt_off + opt_size])
+    payload = buf[off + header_size: off + header_size + padded_size]
+    return FatbinEntry(kind=kind, sm=sm, flags=flags, payload=payload, compressed_size=compressed_size,
+                       uncompressed_size=uncompressed_size, minor=minor, major=major, name=name, options=options,
+                       format_version=fmt, reserved=reserved, header_size=header_size, offset=off)
+
+
+def read_fatbin(buf, offset: int = 0) -> Fatbin:
+    """Read the fat binary starting at `offset` of `buf`; raises FatbinError if malformed."""
+    buf = _byte_view(buf)
+    if offset + HEADER.size > len(buf):
+        raise FatbinError(f"fat binary at offset {offset:#x}: header truncated ({max(0, len(buf) - offset)} of 16 bytes)")
+    magic, version, header_size, fat_size = HEADER.unpack_from(buf, offset)
+    if magic != FATBIN_MAGIC:
+        raise FatbinError(f"fat binary at offset {offset:#x}: bad magic {magic:#010x} (expected {FATBIN_MAGIC:#010x})")
+    if header_size < HEADER.size or header_size > len(buf) - offset:
+        raise FatbinError(f"fat binary at offset {offset:#x}: bad header_size {header_size}")
+    start = offset + header_size
+    if fat_size > len(buf) - start:
+        raise FatbinError(f"fat binary at offset {offset:#x}: fat_size {fat_size} runs past the end of the data "
+                          f"({len(buf) - start} bytes left)")
+    end = start + fat_size
+    entries: list[FatbinEntry] = []
+    off = start
+    while off < end:
+        if len(entries) >= MAX_ENTRIES:
+            raise FatbinError(f"fat binary at offset {offset:#x}: more than {MAX_ENTRIES} entries")
+        entry = _read_entry(buf, off, end)
+        entries.append(entry)
+        off += entry.header_size + len(entry.payload)
+    return Fatbin(entries=entries, version=version, header_size=header_size, fat_size=fat_size, offset=offset)
+
+
+def read_fatbins(buf) -> list[Fatbin]:
+    """Every fat binary in `buf` (a `.nv_fatbin` section or a `.fatbin` file), back to back.
+
+    Zero bytes between and after fat binaries (alignment padding) are skipped; anything else
+    that is not a fat binary header is an error."""
+    buf = _byte_view(buf)
+    found: list[Fatbin] = []
+    off = 0
+    n = len(buf)
+    while off < n:
+        if bytes(buf[off: off + 8]).strip(b"\0") == b"" and (n - off < 16 or not is_fatbin(buf[off:])):
+            # Padding: skip the rest of this 8-byte slot.
+            off = _align8(off + 1)
+            continue
+        if len(found) >= MAX_ENTRIES:
+            raise FatbinError(f"more than {MAX_ENTRIES} fat binaries")
+        fb = read_fatbin(buf, off)
+        found.append(fb)
+        off += fb.header_size + fb.fat_size
+    if not found:
+        raise FatbinError("no fat binary found (no 0xBA55ED50 header)")
+    return found
+
+
+def _byte_view(buf) -> memoryview:
+    view = memoryview(buf)
+    if view.format != "B" or view.ndim != 1:
+        view = view.cast("B")
+    return view
+
+
+# --------------------------------------------------------------------------------------------
+# Writing (the layout nvcc 13's fatbinary writes; byte-identical for the same fields).
+
+def _padded_string(raw: bytes) -> bytes:
+    """A NUL-terminated string padded with NULs to a multiple of 8 (how fatbinary stores them)."""
+    return raw + b"\0" * (_align8(len(raw) + 1) - len(raw))
+
+
+def _entry_bytes(entry: FatbinEntry) -> tuple[bytes, int]:
+    """The entry header (with its name and options parts) and the padded payload length."""
+    tail = b""
+    name_offset = name_size = 0
+    if entry.name:
+        name_offset, name_size = ENTRY.size, len(entry.name)
+        tail += _padded_string(bytes(entry.name))
+    options_offset = 0
+    if entry.options is not None:
+        options_offset = ENTRY.size + len(tail)
+        blob = bytes(entry.options)
+        tail += DESCRIPTOR.pack(options_offset + DESCRIPTOR.size, len(blob)) + _padded_string(blob)
+    payload_len = _align8(len(entry.payload))
+    header = ENTRY.pack(entry.kind, entry.format_version, ENTRY.size + len(tail), payload_len, entry.compressed_size,
+                        options_offset, entry.minor, entry.major, entry.sm, name_offset, name_size, entry.flags,
+                        entry.reserved, entry.uncompressed_size)
+    return header + tail, payload_len
+
+
+def write_fatbin(entries: list[FatbinEntry]) -> bytes:
+    """Serialize a fat binary holding `entries` (payloads as stored: raw, or already compressed)."""
+    parts: list[bytes] = []
+    total = 0
+    for entry in entries:
+        if entry.compressed_size > len(entry.payload):
+            raise FatbinError(f"entry for {entry.arch}: compressed_size {entry.compressed_size} exceeds payload")
+        header, payload_len = _entry_bytes(entry)
+        payload = bytes(entry.payload)
+        parts += [header, payload, b"\0" * (payload_len - len(payload))]
+        total += len(header) + payload_len
+    return HEADER.pack(FATBIN_MAGIC, FATBIN_VERSION, HEADER.size, total) + b"".join(parts)
+
+
+def make_entry(kind: int, sm: int, image: bytes, *, flags: int = FLAG_64BIT | FLAG_LINUX, name: bytes = b"",
+               options: bytes | None = None, minor: int | None = None, major: int | None = None) -> FatbinEntry:
+    """An uncompressed entry as `fatbinary --compress-mode=none` writes it.
+
+    PTX text gets its terminating NUL and an (empty) options descriptor, as fatbinary always
+    writes one for PTX; the version defaults to PTX ISA 9.0 / cubin ABI 1.8 (CUDA 13)."""
+    if kind == KIND_PTX:
+        if not image.endswith(b"\0"):
+            image += b"\0"
+        if options is None:
+            options = b""
+        minor = 0 if minor is None else minor
+        major = 9 if major is None else major
+    else:
+        minor = 8 if minor is None else minor
+        major = 1 if major is None else major
+    return FatbinEntry(kind=kind, sm=sm, flags=flags, payload=image, minor=minor, major=major, name=name,
+                       options=options)
+
+
+# --------------------------------------------------------------------------------------------
+# Decompression
+
+def _zstd_decompress(data, expected: int, where: str) -> bytes:
+    try:
+        import zstandard
+    except ImportError:  # pragma: no cover - zstandard is a declared dependency
+        raise FatbinError(f"{where}: zstd-compressed image, but the zstandard module is missing") from None
+    try:
+        reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(bytes(data)), read_across_frames=False)
+        out = reader.read(expected + 1) if expected else b""
+    except zstandard.ZstdError as exc:
+        raise FatbinError(f"{where}: corrupt zstd data: {exc}") from None
+    if len(out) != expected:
+        raise FatbinError(f"{where}: zstd data inflates to {'more than' if len(out) > expected else ''} "
+                          f"{len(out) if len(out) <= expected else expected} bytes, uncompressed_size says {expected}")
+    return out
+
+
+def lz4_block_decompress(data, expected: int, where: str = "LZ4 block") -> bytes:
+    """Decompress one LZ4 block (no frame) to exactly `expected` bytes.
+
+    Written here because LZ4 is not a dependency; every length and match offset is checked, so
+    corrupt input raises FatbinError and output never exceeds `expected`."""
+    src = bytes(data)
+    n = len(src)
+    out = bytearray()
+    i = 0
+    while i < n:
+        token = src[i]
+        i += 1
+        lit = token >> 4
+        if lit == 15:
+            while True:
+                if i >= n:
+                    raise FatbinError(f"{where}: LZ4 literal length runs past the end of the data")
+                b = src[i]
+                i += 1
+                lit += b
+                if b != 255:
+                    break
+        if lit > n - i:
+            raise FatbinError(f"{where}: LZ4 literals run past the end of the data")
+        if len(out) + lit > expected:
+            raise FatbinError(f"{where}: LZ4 data inflates past uncompressed_size {expected}")
+        out += src[i: i + lit]
+        i += lit
+        if i >= n:
+            break  # the last sequence has literals only
+        if i + 2 > n:
+            raise FatbinError(f"{where}: LZ4 match offset truncated")
+        dist = src[i] | (src[i + 1] << 8)
+        i += 2
+        if dist == 0 or dist > len(out):
+            raise FatbinError(f"{where}: LZ4 match offset {dist} is invalid at output position {len(out)}")
+        mlen = token & 15
+        if mlen == 15:
+            while True:
+                if i >= n:
+                    raise FatbinError(f"{where}: LZ4 match length runs past the end of the data")
+                b = src[i]
+                i += 1
+                mlen += b
+                if b != 255:
+                    break
+        mlen += 4
+        if len(out) + mlen > expected:
+            raise FatbinError(f"{where}: LZ4 data inflates past uncompressed_size {expected}")
+        start = len(out) - dist
+        if dist >= mlen:
+            out += out[start: start + mlen]
+        else:  # overlapping copy: repeat the last `dist` bytes
+            chunk = bytes(out[start:])
+            reps, rest = divmod(mlen, dist)
+            out += chunk * reps + chunk[:rest]
+    if len(out) != expected:
+        raise FatbinError(f"{where}: LZ4 data inflates to {len(out)} bytes, uncompressed_size says {expected}")
+    return bytes(out)
