@@ -180,27 +180,54 @@ class OffloadImage:
 # Reading
 
 
-def _c_string(buf, start: int, limit: int, what: str, base: int) -> str:
-    """A NUL-terminated string at `start`, which must end before `limit`."""
-    if start >= limit:
-        raise OffloadBinaryError(
-            f"offload binary at offset {base:#x}: {what} {start - base:#x} is outside the binary")
-    end = bytes(buf[start:limit]).find(b"\0") if limit - start <= 4096 else -2
-    if end == -2:
-        # Long region: search in chunks so a huge string table is not copied at once.
-        pos = start
-        end = -1
-        while pos < limit:
-            chunk = bytes(buf[pos:min(limit, pos + 65536)])
-            i = chunk.find(b"\0")
-            if i >= 0:
-                end = pos + i - start
-                break
-            pos += len(chunk)
-    if end < 0:
-        raise OffloadBinaryError(
-            f"offload binary at offset {base:#x}: {what} {start - base:#x} is not NUL-terminated inside the binary")
-    return bytes(buf[start:start + end]).decode("utf-8", "surrogateescape")
+def _find_nul(buf, start: int, limit: int) -> int:
+    """Index of the first NUL in buf[start:limit], or -1 (searched in chunks, no big copies)."""
+    pos = start
+    step = 256
+    while pos < limit:
+        end = min(limit, pos + step)
+        i = bytes(buf[pos:end]).find(b"\0")
+        if i >= 0:
+            return pos + i
+        pos = end
+        step = min(step * 4, 1 << 20)
+    return -1
+
+
+class _StringReader:
+    """C strings at absolute offsets inside one binary, with bounded total work.
+
+    LLVM reads the strings without any checks; here every string must end inside the binary,
+    NUL searches never rescan bytes (offsets are resolved in ascending order), equal offsets
+    share one decoded string, and the decoded total is capped so a hostile table cannot make
+    us build gigabytes of overlapping strings."""
+
+    def __init__(self, buf, base: int, size: int, offsets: set[int]) -> None:
+        self.buf, self.base, self.size = buf, base, size
+        self.nul: dict[int, int] = {}
+        prev_nul = -1
+        for off in sorted(offsets):
+            start = base + off
+            if start > prev_nul:
+                prev_nul = _find_nul(buf, start, base + size)
+                if prev_nul < 0:
+                    raise OffloadBinaryError(
+                        f"offload binary at offset {base:#x}: string at {off:#x} is not NUL-terminated inside the binary")
+            self.nul[off] = prev_nul
+        self.cache: dict[int, str] = {}
+        self.budget = max(16 << 20, 4 * size)
+
+    def get(self, off: int) -> str:
+        s = self.cache.get(off)
+        if s is None:
+            start = self.base + off
+            n = self.nul[off] - start
+            self.budget -= n
+            if self.budget < 0:
+                raise OffloadBinaryError(
+                    f"offload binary at offset {self.base:#x}: string table references are implausibly large")
+            s = self.cache[off] = bytes(self.buf[start:start + n]).decode("utf-8", "surrogateescape")
+        return s
 
 
 def read_offload_binary(buf, offset: int = 0, *, llvm_version: int | None = None) -> OffloadImage:
@@ -254,16 +281,17 @@ def read_offload_binary(buf, offset: int = 0, *, llvm_version: int | None = None
     if num_strings > (size - string_offset) // STRING_ENTRY.size:
         raise OffloadBinaryError(
             f"{where}: NumStrings {num_strings} at StringOffset {string_offset} exceeds Size {size}")
-    end = offset + size
-    strings: dict[str, str] = {}
+    entries = []
     for i in range(num_strings):
         key_off, value_off = STRING_ENTRY.unpack_from(view, offset + string_offset + i * STRING_ENTRY.size)
         if key_off >= size or value_off >= size:
             raise OffloadBinaryError(
                 f"{where}: string entry {i} KeyOffset {key_off} / ValueOffset {value_off} is beyond Size {size}")
-        key = _c_string(view, offset + key_off, end, f"string entry {i} KeyOffset", offset)
-        value = _c_string(view, offset + value_off, end, f"string entry {i} ValueOffset", offset)
-        strings[key] = value
+        entries.append((key_off, value_off))
+    reader = _StringReader(view, offset, size, {o for kv in entries for o in kv})
+    strings: dict[str, str] = {}
+    for key_off, value_off in entries:
+        strings[reader.get(key_off)] = reader.get(value_off)
     image = view[offset + image_offset:offset + image_offset + image_size]
     return OffloadImage(image_kind, offload_kind, flags, strings, image, llvm_version, offset, size)
 

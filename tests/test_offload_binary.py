@@ -197,3 +197,21 @@ def test_reads_what_llvm_19_and_22_write(tmp_path):
     # each LLVM reads the other's HIP images as "none"; without a version we say so
     assert h19.kind_name(22) == "none" and h22.kind_name(19) == "none"
     assert "or" in h19.kind_name(None) and h22.kind_name(None) == "hip"
+
+
+def test_hostile_string_table_is_bounded():
+    """100k string entries pointing at distinct offsets of one 1 MiB string: LLVM would build
+    ~50 GB of strings; we refuse once the decoded total is implausible."""
+    n = 100_000
+    region = 1 << 20
+    string_offset = 72
+    table = string_offset + 16 * n
+    size = table + region + 8
+    buf = bytearray(size)
+    struct.pack_into("<4sIQQQ", buf, 0, b"\x10\xff\x10\xad", 1, size, 32, 40)
+    struct.pack_into("<HHIQQQQ", buf, 32, 1, 1, 0, string_offset, n, size, 0)
+    for i in range(n):
+        struct.pack_into("<QQ", buf, string_offset + 16 * i, table + i * 8, table + i * 8 + 4)
+    buf[table:table + region] = b"A" * region
+    with pytest.raises(OffloadBinaryError, match="implausibly large"):
+        read_offload_binaries(bytes(buf))
