@@ -1,0 +1,44 @@
+"""`generate`/`exists` of the offload tool: defaults, builders, methods."""
+
+from __future__ import annotations
+
+import os
+
+import SCons
+import SCons.Errors
+
+from . import _builders, _toolchain
+
+MIN_SCONS = (4, 2)
+
+
+def _library_pythonpath() -> str:
+    import offload_tool
+    return os.path.dirname(os.path.dirname(os.path.abspath(offload_tool.__file__)))
+
+
+def generate(env, **kw) -> None:
+    version = tuple(int(x) for x in SCons.__version__.split(".")[:2] if x.isdigit())
+    if version < MIN_SCONS:
+        raise SCons.Errors.UserError(f"offload: needs SCons {MIN_SCONS[0]}.{MIN_SCONS[1]} or later, "
+                                     f"this is {SCons.__version__}")
+    for k, v in kw.items():
+        env[k] = v
+    _builders.set_defaults(env)
+    # Library CLIs run as `$OFFLOAD_PYTHON -m offload_tool.<cli>`: make the library importable in
+    # the action's environment even when it is used from a checkout rather than installed.
+    libdir = _library_pythonpath()
+    env["ENV"] = dict(env["ENV"])
+    pp = env["ENV"].get("PYTHONPATH", "")
+    if libdir not in pp.split(os.pathsep):
+        env["ENV"]["PYTHONPATH"] = libdir + (os.pathsep + pp if pp else "")
+    builders = env["BUILDERS"]
+    for name, b in _builders.hidden_builders().items():
+        if name not in builders:
+            builders[name] = b
+    for fn in _builders.PSEUDO_BUILDERS:
+        env.AddMethod(fn, fn.__name__)
+
+
+def exists(env) -> bool:
+    return bool(env.get("OFFLOAD_CLANG") or _toolchain.find_clang(env))

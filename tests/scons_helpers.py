@@ -1,0 +1,90 @@
+"""Helpers for the SCons tool tests: small real projects in a temporary folder, run with
+`python -m SCons` (the same interpreter), and counting the actions a run performed from the
+tool's one-line COMSTRs (`HOST src`, `DEVICE sm_80 src`, `PACKAGE ...`)."""
+
+from __future__ import annotations
+
+import collections
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SITE_TOOLS = REPO / "site_scons" / "site_tools"
+LLVM19_LIB = "/usr/lib/llvm-19/lib"
+
+# One line per action, as the tool prints them by default.
+_ACTION_RE = re.compile(r"^(HOST|DEVICE|NVCC|HIPCC|BUNDLE|PACKAGE|EMBED|LINK|RELOCATABLE|AR|LDSCRIPT|UNBUNDLE|"
+                        r"MANIFEST)\b(.*)$")
+
+
+def scons_env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env["PATH"] = env.get("PATH", "") + os.pathsep + "/usr/local/cuda/bin"
+    env.pop("OFFLOAD_VERBOSE", None)
+    return env
+
+
+class Project:
+    """A throw-away SCons project whose SConstruct loads the tool from this repository."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def write(self, rel: str, text: str) -> Path:
+        p = self.root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text))
+        return p
+
+    def recreate(self, rel: str) -> None:
+        """Replace a file by a new one with the same content (a new inode, as editors and
+        `git checkout` do)."""
+        p = self.root / rel
+        data = p.read_bytes()
+        st = os.stat(p)
+        tmp = p.with_name(p.name + ".new")
+        tmp.write_bytes(data)
+        os.replace(tmp, p)
+        os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert os.stat(p).st_ino != st.st_ino
+
+    def scons(self, *args, check: bool = True) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, "-m", "SCons", "-Q", f"--site-dir={REPO / 'site_scons'}", *args]
+        cp = subprocess.run(cmd, cwd=self.root, capture_output=True, text=True, env=scons_env())
+        if check and cp.returncode:
+            raise AssertionError(f"scons {' '.join(args)} failed ({cp.returncode}):\n{cp.stdout}\n{cp.stderr}")
+        return cp
+
+    def up_to_date(self, *args) -> bool:
+        return self.scons("-q", *args, check=False).returncode == 0
+
+
+def actions(cp: subprocess.CompletedProcess) -> list[tuple[str, str]]:
+    """The (kind, rest) of each action line a run printed."""
+    out = []
+    for line in cp.stdout.splitlines():
+        m = _ACTION_RE.match(line.strip())
+        if m:
+            out.append((m.group(1), m.group(2).strip()))
+    return out
+
+
+def counts(cp: subprocess.CompletedProcess) -> collections.Counter:
+    return collections.Counter(kind for kind, _ in actions(cp))
+
+
+def device_archs(cp: subprocess.CompletedProcess) -> collections.Counter:
+    """DEVICE actions per arch."""
+    return collections.Counter(rest.split()[0] for kind, rest in actions(cp) if kind == "DEVICE")
+
+
+def run_env() -> dict:
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = LLVM19_LIB + os.pathsep + env.get("LD_LIBRARY_PATH", "")
+    return env
