@@ -41,13 +41,15 @@ def artifacts(tmp_path_factory) -> dict[str, Path]:
                                           "-emit-llvm", d / "s.c")
         made["omp19_nvptx.exe"] = _compile(d / "omp19_nvptx.exe", c19, "-fopenmp", "--offload-arch=sm_80", NV_BC,
                                            d / "s.c")
+        made["omp19_nvptx.so"] = _compile(d / "omp19_nvptx.so", c19, "-fopenmp", "--offload-arch=sm_80", NV_BC,
+                                          "-fPIC", "-shared", d / "s.c")
+        made["omp19_amdgcn.exe"] = _compile(d / "omp19_amdgcn.exe", c19, "-fopenmp", "--offload-arch=gfx90a",
+                                            "--rocm-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode", d / "s.c")
         made["hip19.o"] = _compile(d / "hip19.o", c19, "-x", "hip", "--offload-new-driver", "-fgpu-rdc",
                                    "--offload-arch=gfx90a", "-nogpulib", "-nogpuinc", "-c", d / "h.hip")
     if c22:
         made["omp22_both.o"] = _compile(d / "omp22_both.o", c22, "-fopenmp", "--offload-arch=sm_80,gfx90a",
                                         "-nogpulib", "-c", d / "s.c")
-        made["omp22_both.so"] = _compile(d / "omp22_both.so", c22, "-fopenmp", "--offload-arch=gfx90a", "-nogpulib",
-                                         "-fPIC", "-shared", "-L/usr/lib/llvm-19/lib", d / "s.c")
         made["hip22.o"] = _compile(d / "hip22.o", c22, "-x", "hip", "--offload-new-driver", "-fgpu-rdc",
                                    "--offload-arch=gfx90a", "-nogpulib", "-nogpuinc", "-c", d / "h.hip")
     return {k: v for k, v in made.items() if v is not None}

@@ -8,6 +8,7 @@ import random
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import need_tool, run, run_cli
 from offload_tool.errors import OffloadError
@@ -275,3 +276,24 @@ def test_corrupt_package_is_one_error_line(tmp_path, content):
     err = res.stderr.decode()
     assert res.returncode == 1 and len(err.splitlines()) == 1 and err.startswith("offload-packager: error: ")
     assert os.listdir(tmp_path) == ["bad.out"]
+
+
+_key = st.text(alphabet="abfiklrtnoe_-+:.=", max_size=12)
+_val = st.text(alphabet="abc019_-+:./=", max_size=70)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pairs=st.lists(st.tuples(_key, _val), max_size=12), kind=st.sampled_from(["", "openmp", "hip", "cuda", "x"]),
+       version=st.sampled_from([19, 22]))
+def test_hypothesis_image_arguments_byte_identical(inputs, pairs, kind, version):
+    """Arbitrary --image strings (repeated, empty and '='-containing keys and values)."""
+    tool = need_tool("clang-offload-packager-19" if version == 19 else "llvm-offload-binary-22")
+    parts = ["file=a.o", "triple=t"] + [f"{k}={v}" if "=" not in k else k for k, v in pairs if not k.startswith(
+        ("file", "triple"))]
+    if kind:
+        parts.append(f"kind={kind}")
+    image = "--image=" + ",".join(parts)
+    llvm = run([tool, "-o", "llvm.out", image], cwd=inputs)
+    ours = run_cli("packager", f"--llvm-version={version}", "-o", "ours.out", image, cwd=inputs)
+    assert (ours.returncode, llvm.returncode) == (0, 0), (ours.stderr, llvm.stderr)
+    assert (inputs / "ours.out").read_bytes() == (inputs / "llvm.out").read_bytes(), image
