@@ -1,0 +1,366 @@
+"""`offload-tool inspect`: every device image in a file, however it is wrapped.
+
+Containers are recognised by content, never by file name, and unwrapped recursively:
+
+* OffloadBinary packages (`10 FF 10 AD`), raw or in ELF `SHT_LLVM_OFFLOADING` sections and
+  LLVM bitcode (via `extract`);
+* clang offload bundles: binary `__CLANG_OFFLOAD_BUNDLE__`, text (`// __CLANG_OFFLOAD_BUNDLE____START__`),
+  compressed `CCOB`; in ELF objects as `__CLANG_OFFLOAD_BUNDLE__<id>` sections (object bundles)
+  and as the `.hip_fatbin` section (HIP's old driver);
+* NVIDIA fat binaries (`.nv_fatbin`, `__nv_relfatbin`, `.fatbin` files; `fatbin`);
+* static archives, member by member.
+
+An image whose bytes are themselves a container (a fat binary inside an OffloadBinary, a bundle
+inside a package, a bundle inside an archive member, ...) is replaced by the images inside it,
+so the listing always shows the innermost device code.  Host entries of bundles are not device
+images and are not listed.  Nesting is bounded (`MAX_DEPTH`)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from . import fatbin as _fatbin
+from .errors import OffloadError
+from .offload_binary import (IMG_BITCODE, OffloadImage, is_bitcode, objdump_image_kind_name, offload_kind_name)
+
+__all__ = ["DeviceImage", "inspect_buffer", "inspect_file", "format_table", "to_json", "MAX_DEPTH",
+           "AMBIGUOUS_PRODUCER", "AMBIGUOUS_PRODUCER_NOTE"]
+
+MAX_DEPTH = 8
+
+#: How producer value 3 is shown when the producing LLVM is not known (see `offload_binary`).
+AMBIGUOUS_PRODUCER = "hip?"
+AMBIGUOUS_PRODUCER_NOTE = ("offload kind 3 is HIP as written by LLVM 19/20 but OpenMP|CUDA as read by LLVM 21+; "
+                           "pass --llvm-version to decide")
+
+_BUNDLE_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
+_TEXT_START = b" __CLANG_OFFLOAD_BUNDLE____START__ "
+_TEXT_COMMENTS = {b"//": "i", b";": "ll", b"#": "s"}  # comment prefix -> a bundler -type using it
+_CCOB_MAGIC = b"CCOB"
+_ELF_MAGIC = b"\x7fELF"
+_AR_MAGICS = (b"!<arch>\n", b"!<thin>\n")
+_HIP_FATBIN_SECTIONS = (".hip_fatbin",)
+
+
+@dataclass
+class DeviceImage:
+    """One device image and where it was found.
+
+    `path` names the file, then `(member)` for archive members, `:section` for ELF sections and
+    `[i]` / `[id]` for entries inside a container.  `container` is the innermost container format
+    (`offload-binary`, `bundle`, `text-bundle`, `object-bundle`, `fatbin`); `wrappers` lists the
+    outer layers, outermost first.  `file` is the innermost file or archive member holding
+    the image (the object whose host code goes with it).  `data` is the image itself (decompressed), not serialised."""
+
+    path: str
+    container: str
+    producer: str
+    triple: str
+    arch: str
+    image_kind: str
+    size: int
+    compressed: bool
+    sha256: str
+    wrappers: list[str] = field(default_factory=list)
+    file: str = ""
+    producer_note: str | None = None
+    details: dict = field(default_factory=dict)
+    data: bytes | memoryview = field(default=b"", repr=False, compare=False)
+
+    def to_dict(self) -> dict:
+        d = {
+            "path": self.path, "container": self.container, "producer": self.producer, "triple": self.triple,
+            "arch": self.arch, "image_kind": self.image_kind, "size": self.size, "compressed": self.compressed,
+            "sha256": self.sha256, "wrappers": list(self.wrappers),
+        }
+        if self.producer_note:
+            d["producer_note"] = self.producer_note
+        d.update(self.details)
+        return d
+
+
+def _view(buf) -> memoryview:
+    v = memoryview(buf)
+    if v.format != "B" or v.ndim != 1:
+        v = v.cast("B")
+    return v
+
+
+def content_image_kind(data) -> str:
+    """Name an image by its bytes, with `llvm-objdump --offloading`'s words where they apply."""
+    head = bytes(data[:8])
+    if head[:4] == _ELF_MAGIC:
+        return "elf"
+    if is_bitcode(head):
+        return "llvm ir"
+    if _fatbin.is_fatbin(head):
+        return "fatbinary"
+    if head[:4] == b"\x10\xff\x10\xad":
+        return "offload-binary"
+    return "unknown" if len(data) else "empty"
+
+
+class _Scanner:
+    def __init__(self, llvm_version: int | None) -> None:
+        self.llvm_version = llvm_version
+        self.found: list[DeviceImage] = []
+        self.files: list[str] = []
+
+    # -- dispatch ---------------------------------------------------------------------------
+
+    def container_kind(self, data) -> str | None:
+        """The container format `data` starts with, or None if it is a leaf (device code, host code)."""
+        head = bytes(data[:32])
+        if head[:4] == b"\x10\xff\x10\xad":
+            return "package"
+        if _fatbin.is_fatbin(head):
+            return "fatbin"
+        if head[:4] == _CCOB_MAGIC:
+            return "ccob"
+        if head[:24] == _BUNDLE_MAGIC and len(data) >= 25:
+            return "bundle"
+        if head[:8] in _AR_MAGICS:
+            return "archive"
+        if head[:1] == b"\n" and _text_bundle_comment(data) is not None:
+            return "text-bundle"
+        return None
+
+    def scan_file(self, data, path: str, wrappers: list[str], depth: int) -> None:
+        """A whole file or archive member: containers, ELF objects and bitcode are searched."""
+        if depth > MAX_DEPTH:
+            raise OffloadError(f"{path}: containers nested more than {MAX_DEPTH} deep")
+        head = bytes(data[:4])
+        self.files.append(path)
+        try:
+            if head == _ELF_MAGIC:
+                self.scan_elf(data, path, wrappers, depth)
+            elif is_bitcode(head):
+                self.scan_bitcode(data, path, wrappers, depth)
+            else:
+                kind = self.container_kind(data)
+                if kind is not None:
+                    self.scan_container(kind, data, path, wrappers, depth, compressed=False)
+        finally:
+            self.files.pop()
+
+    def scan_container(self, kind: str, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
+        if depth > MAX_DEPTH:
+            raise OffloadError(f"{path}: containers nested more than {MAX_DEPTH} deep")
+        if kind == "package":
+            self.scan_package(data, path, wrappers, depth, compressed)
+        elif kind == "fatbin":
+            self.scan_fatbin(data, path, wrappers, compressed)
+        elif kind == "ccob":
+            from . import ccob
+            inner = ccob.decompress(data)
+            inner_kind = self.container_kind(inner)
+            if inner_kind is None:
+                raise OffloadError(f"{path}: compressed bundle does not hold a bundle")
+            self.scan_container(inner_kind, inner, path, wrappers + ["ccob"], depth + 1, compressed=True)
+        elif kind == "bundle":
+            from .bundle import read_binary_bundle
+            self.scan_bundle_entries(read_binary_bundle(data), "bundle", path, wrappers, depth, compressed)
+        elif kind == "text-bundle":
+            self.scan_bundle_entries(_read_text_bundle(data), "text-bundle", path, wrappers, depth, compressed)
+        elif kind == "archive":
+            self.scan_archive(data, path, wrappers, depth)
+
+    def leaf_or_nested(self, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> bool:
+        """If `data` is itself a container, list what it holds and return True."""
+        kind = self.container_kind(data)
+        if kind is None:
+            return False
+        self.scan_container(kind, data, path, wrappers, depth + 1, compressed)
+        return True
+
+    # -- formats ----------------------------------------------------------------------------
+
+    def scan_package(self, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
+        from .offload_binary import read_offload_binaries
+        try:
+            images = read_offload_binaries(data, llvm_version=self.llvm_version)
+        except OffloadError as exc:
+            raise type(exc)(f"{path}: {exc}") from None
+        for i, img in enumerate(images):
+            self.add_offload_image(img, f"{path}[{i}]", wrappers, depth, compressed)
+
+    def add_offload_image(self, img: OffloadImage, path: str, wrappers: list[str], depth: int,
+                          compressed: bool) -> None:
+        producer, note = self.producer_of(img)
+        # A fat binary or bundle inside a package: list the device code inside it, but keep the
+        # package's producer (the nested container does not record one).
+        if self.container_kind(img.image) is not None:
+            before = len(self.found)
+            self.leaf_or_nested(img.image, path, wrappers + ["offload-binary"], depth, compressed)
+            for d in self.found[before:]:
+                if d.producer in ("", "cuda") and producer not in ("none", ""):
+                    d.producer, d.producer_note = producer, note
+            return
+        kind = objdump_image_kind_name(img.image_kind)
+        self.add(DeviceImage(
+            path=path, container="offload-binary", producer=producer, triple=img.triple, arch=img.arch,
+            image_kind=kind, size=len(img.image), compressed=compressed, sha256="", wrappers=list(wrappers),
+            producer_note=note, details={"offload_kind": img.offload_kind, "flags": img.flags,
+                                         "strings": dict(img.strings)}, data=img.image))
+
+    def producer_of(self, img: OffloadImage) -> tuple[str, str | None]:
+        if self.llvm_version is None and img.offload_kind == 3:
+            return AMBIGUOUS_PRODUCER, AMBIGUOUS_PRODUCER_NOTE
+        return offload_kind_name(img.offload_kind, self.llvm_version), None
+
+    def scan_fatbin(self, data, path: str, wrappers: list[str], compressed: bool) -> None:
+        fatbins = _fatbin.read_fatbins(data)
+        for j, fb in enumerate(fatbins):
+            for i, entry in enumerate(fb.entries):
+                image = entry.image()
+                if entry.kind == _fatbin.KIND_PTX:
+                    kind, image = "ptx", image.split(b"\0", 1)[0]
+                elif entry.kind == _fatbin.KIND_ELF:
+                    kind = "cubin"
+                else:
+                    kind = entry.kind_name
+                details = {"fatbin_offset": fb.offset, "fatbin_flags": entry.flag_names}
+                if entry.compression:
+                    details["compression"] = entry.compression
+                if entry.kind == _fatbin.KIND_PTX:
+                    details["ptx_version"] = f"{entry.major}.{entry.minor}"
+                    if entry.ptx_options:
+                        details["ptx_options"] = entry.ptx_options
+                if entry.name:
+                    details["ident"] = entry.name.decode("utf-8", "replace")
+                label = f"{path}[{j}.{i}]" if len(fatbins) > 1 else f"{path}[{i}]"
+                self.add(DeviceImage(
+                    path=label, container="fatbin", producer="cuda",
+                    triple="nvptx64-nvidia-cuda" if entry.is_64bit else "nvptx-nvidia-cuda", arch=entry.arch,
+                    image_kind=kind, size=len(image), compressed=compressed or entry.compressed, sha256="",
+                    wrappers=list(wrappers), details=details, data=image))
+
+    def scan_bundle_entries(self, entries, container: str, path: str, wrappers: list[str], depth: int,
+                            compressed: bool) -> None:
+        from .bundle_id import parse_bundle_entry_id
+        for entry in entries:
+            raw_id = entry.bundle_entry_id
+            bid = parse_bundle_entry_id(raw_id)
+            if bid.kind == "host":
+                continue
+            data = _view(entry.data) if not isinstance(entry.data, (bytes, bytearray)) else entry.data
+            epath = f"{path}[{raw_id}]"
+            if self.leaf_or_nested(data, epath, wrappers + [container], depth, compressed):
+                continue
+            self.add(DeviceImage(
+                path=epath, container=container, producer=bid.kind, triple=bid.triple, arch=bid.target_id or "",
+                image_kind=content_image_kind(data), size=len(data), compressed=compressed, sha256="",
+                wrappers=list(wrappers), details={"bundle_entry_id": raw_id}, data=data))
+
+    def scan_archive(self, data, path: str, wrappers: list[str], depth: int) -> None:
+        from .archive import read_archive
+        if bytes(data[:8]) == b"!<thin>\n":
+            raise OffloadError(f"{path}: thin archives are not supported")
+        for m in read_archive(data):
+            self.scan_file(m.data, f"{path}({m.name})", wrappers + ["archive"], depth + 1)
+
+    def scan_bitcode(self, data, path: str, wrappers: list[str], depth: int) -> None:
+        from .extract import find_offload_images
+        for f in find_offload_images(data, path, llvm_version=self.llvm_version):
+            self.add_offload_image(f.image, f.path, wrappers + ["bitcode"], depth, False)
+
+    def scan_elf(self, data, path: str, wrappers: list[str], depth: int) -> None:
+        from . import elf
+        from .extract import SHT_LLVM_OFFLOADING
+        for sec in elf.read_sections(data):
+            name = sec.name
+            spath = f"{path}:{name}"
+            if sec.sh_type == SHT_LLVM_OFFLOADING:
+                self.scan_package(sec.data, spath, wrappers + ["elf"], depth + 1, False)
+            elif name.startswith("__CLANG_OFFLOAD_BUNDLE__") and len(name) > len("__CLANG_OFFLOAD_BUNDLE__"):
+                # Object bundle: one entry per section; the host entry is a single 0 byte.
+                bid = name[len("__CLANG_OFFLOAD_BUNDLE__"):]
+                self.scan_bundle_entries([_Entry(bid, sec.data)], "object-bundle", path, wrappers + ["elf"],
+                                         depth + 1, False)
+            elif name in _HIP_FATBIN_SECTIONS or name in _fatbin.FATBIN_SECTIONS:
+                if sec.sh_type == 8 or not len(sec.data):  # SHT_NOBITS / empty: nothing stored
+                    continue
+                kind = self.container_kind(sec.data)
+                if kind is None:
+                    raise OffloadError(f"{spath}: section at file offset {sec.offset:#x} holds no known container")
+                self.scan_container(kind, sec.data, spath, wrappers + ["elf"], depth + 1, False)
+
+    def add(self, image: DeviceImage) -> None:
+        image.file = self.files[-1] if self.files else ""
+        image.sha256 = hashlib.sha256(image.data).hexdigest()
+        self.found.append(image)
+
+
+@dataclass
+class _Entry:
+    bundle_entry_id: str
+    data: object
+
+
+def _text_bundle_comment(data) -> bytes | None:
+    """The comment prefix of a text bundle starting at `data`, or None if it is not one."""
+    first = bytes(data[: 16 + len(_TEXT_START)])
+    for comment in _TEXT_COMMENTS:
+        if first.startswith(b"\n" + comment + _TEXT_START):
+            return comment
+    return None
+
+
+def _read_text_bundle(data):
+    from . import bundle
+    comment = _text_bundle_comment(data)
+    return bundle.read_text_bundle(bytes(data), comment.decode())
+
+
+def inspect_buffer(buf, name: str, *, llvm_version: int | None = None) -> list[DeviceImage]:
+    """Every device image in `buf` (the contents of the file called `name`)."""
+    scanner = _Scanner(llvm_version)
+    try:
+        scanner.scan_file(_view(buf), name, [], 0)
+    except OffloadError:
+        raise
+    except (ValueError, IndexError, KeyError, UnicodeError, OverflowError, MemoryError) as exc:
+        # Last line of defence for a parser we call: still one OffloadError line.
+        raise OffloadError(f"{name}: malformed input ({type(exc).__name__}: {exc})") from None
+    return scanner.found
+
+
+def inspect_file(path: str, *, llvm_version: int | None = None, keep_data: bool = True) -> list[DeviceImage]:
+    """`inspect_buffer` on a (memory-mapped) file.  Image data is copied out of the map, or
+    dropped (`keep_data=False`) when only the listing is wanted."""
+    from .fileio import open_input
+    with open_input(path) as buf:
+        images = inspect_buffer(buf, str(path), llvm_version=llvm_version)
+        for img in images:
+            if not keep_data:
+                img.data = b""
+            elif isinstance(img.data, memoryview):
+                img.data = bytes(img.data)
+            for k, v in list(img.details.items()):
+                if isinstance(v, memoryview):
+                    img.details[k] = bytes(v)
+        return images
+
+
+def to_json(images: list[DeviceImage]) -> str:
+    return json.dumps([img.to_dict() for img in images], indent=2)
+
+
+_COLUMNS = ("path", "container", "producer", "triple", "arch", "image_kind", "size", "compressed", "sha256")
+
+
+def format_table(images: list[DeviceImage]) -> str:
+    """A fixed-width table, one image per line (sha256 shortened to 16 hex digits)."""
+    rows = [[str(c).upper() for c in _COLUMNS]]
+    notes: list[str] = []
+    for img in images:
+        rows.append([img.path, img.container, img.producer, img.triple or "-", img.arch or "-", img.image_kind,
+                     str(img.size), "yes" if img.compressed else "no", img.sha256[:16]])
+        if img.producer_note and img.producer_note not in notes:
+            notes.append(img.producer_note)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
+    lines += [f"note: {AMBIGUOUS_PRODUCER}: {n}" for n in notes]
+    return "\n".join(lines) + "\n"

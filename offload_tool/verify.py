@@ -1,0 +1,369 @@
+"""`offload-tool verify`: assert what a build ships.
+
+Two checks:
+
+1. **Required archs** (`--require`): every requested arch must be satisfied by some device
+   image in the file.  AMDGPU archs follow target-ID compatibility (an image built for `gfx90a`
+   satisfies `gfx90a:xnack+`; one built for `gfx90a:xnack+` does not satisfy `gfx90a:xnack-`),
+   via `target_id.is_compatible_target_id` after canonicalising the processor name.  Other archs
+   compare by name (`sm_80`); `compute_XX` asks for a PTX image of that SM.
+
+2. **Host/device entry consistency** (`--check-entries`; on by default when the file has
+   OpenMP offload entries).  clang names each OpenMP target region after the *file identity*
+   of its source, `__omp_offloading_<device-id>_<inode>_<function>_l<line>`, in both the host and
+   the device compile.  If a source file is re-created between the two (new inode), the names
+   differ and the program silently falls back to the host at run time.  Here every host offload
+   entry must name a symbol that every OpenMP device image of the same object (or program)
+   defines.
+
+Where the host entries are (checked with clang 19 and 22 on x86-64):
+
+* clang 19 (and 20): section `omp_offloading_entries`, 32-byte `__tgt_offload_entry`
+  `{ptr addr; ptr name; u64 size; i32 flags; i32 reserved}`; `name` points at a C string in a
+  mergeable `.rodata.str*` section (symbol `.offloading.entry_name*`).
+* clang 22 (21+): section `llvm_offload_entries`, 56-byte entries
+  `{u64 reserved; u16 version=1; u16 kind; u32 flags; ptr addr; ptr name; u64 size; u64 data; ptr aux}`
+  (kind 1 = OpenMP); names in `.llvm.rodata.offloading`.
+* Relocatable objects: the `name` field is 0 and carries a relocation in the section's
+  `SHT_RELA`/`SHT_REL` section (symbol + addend -> section offset of the string).
+* Linked programs and shared libraries (clang-linker-wrapper keeps the section, with
+  `__start_`/`__stop_` symbols): the field holds the string's address, or, in PIE / shared
+  objects, 0 plus an `R_*_RELATIVE` dynamic relocation whose addend is the address.
+
+Only entries whose names start with `__omp_offloading_` (target regions; the names that carry
+the file identity) are checked; declare-target variables keep their source names.
+
+Where the device names are: ELF device images (CUDA cubins, AMDGPU code objects) define them
+in `.symtab`; LLVM bitcode images (the default for AMDGPU and `-foffload-lto`) hold every
+symbol name in the module's string table blob, where names are stored back to back without
+separators.  Reading that needs a bitcode reader; a byte search for the name is used instead:
+it cannot miss a name that is present, and since a wrong file identity changes the middle of
+the name it still catches the mismatch this check is for.  To limit false matches of a prefix
+(`..._l3` inside `..._l30`), a match followed by a decimal digit does not count.  Other image
+kinds (PTX text) are byte-searched the same way."""
+
+from __future__ import annotations
+
+import io
+import re
+import struct
+from dataclasses import dataclass, field
+
+from .errors import ElfError, OffloadError, UsageError
+from .inspector import DeviceImage, inspect_buffer
+
+__all__ = ["VerifyResult", "HostEntry", "verify_buffer", "verify_file", "host_offload_entries",
+           "device_symbol_names", "image_has_symbol", "arch_satisfied", "OMP_ENTRY_PREFIX", "ENTRY_SECTIONS"]
+
+OMP_ENTRY_PREFIX = "__omp_offloading_"
+#: section name -> (entry size, offset of the name pointer, offset of the u16 kind or None)
+ENTRY_SECTIONS = {
+    "omp_offloading_entries": (32, 8, None),
+    "llvm_offload_entries": (56, 24, 10),
+}
+_OFK_OPENMP = 1
+_MAX_NAME = 4096
+_MAX_ENTRIES = 1 << 20
+
+# pyelftools reports section types by name.
+_SHT_SYMTAB, _SHT_RELA, _SHT_REL, _SHT_NOBITS, _SHT_DYNSYM = "SHT_SYMTAB", "SHT_RELA", "SHT_REL", "SHT_NOBITS", "SHT_DYNSYM"
+_RELATIVE = {62: 8, 183: 1027, 3: 8, 40: 23, 243: 3, 21: 22}  # e_machine -> R_*_RELATIVE
+_ABS64 = {62: 1, 183: 257, 243: 2, 21: 38}  # e_machine -> R_*_64 (absolute)
+
+
+@dataclass
+class HostEntry:
+    """One host offload entry: its name and where it was read (`section`, byte `offset` in it)."""
+
+    name: str
+    section: str
+    offset: int
+
+
+@dataclass
+class VerifyResult:
+    """What `verify` found: `problems` is empty when everything holds."""
+
+    path: str
+    images: list[DeviceImage]
+    missing_archs: list[str] = field(default_factory=list)
+    missing_entries: list[tuple[str, str]] = field(default_factory=list)  # (entry name, image path)
+    entries_checked: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing_archs and not self.missing_entries
+
+    @property
+    def problems(self) -> list[str]:
+        out = [f"{self.path}: missing required arch '{a}'" for a in self.missing_archs]
+        out += [f"{img}: missing host offload entry '{name}'" for name, img in self.missing_entries]
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# Architectures
+
+def _is_amdgpu_arch(arch: str) -> bool:
+    return arch.startswith("gfx")
+
+
+def arch_satisfied(provided: str, requested: str, image_kind: str = "") -> bool:
+    """Does an image built for `provided` satisfy a requirement for `requested`?"""
+    if not provided:
+        return False
+    if _is_amdgpu_arch(requested) or _is_amdgpu_arch(provided):
+        if not (_is_amdgpu_arch(requested) and _is_amdgpu_arch(provided)):
+            return False
+        from .target_id import canonical_offload_arch, is_compatible_target_id
+        try:
+            return is_compatible_target_id(_canonical_target_id(provided, canonical_offload_arch),
+                                           _canonical_target_id(requested, canonical_offload_arch))
+        except OffloadError:
+            return False
+    if requested.startswith("compute_"):
+        return image_kind == "ptx" and provided == "sm_" + requested[len("compute_"):]
+    return provided == requested
+
+
+def _canonical_target_id(target_id: str, canonical) -> str:
+    """Canonicalise the processor part of `gfxXXX[:feature±...]` (aliases, case)."""
+    proc, sep, features = target_id.partition(":")
+    return canonical(proc) + sep + features
+
+
+def _check_requested(arch: str) -> None:
+    if not arch or any(c.isspace() for c in arch):
+        raise UsageError(f"invalid --require arch {arch!r}")
+    if _is_amdgpu_arch(arch):
+        from .target_id import canonical_offload_arch, parse_target_id
+        _canonical_target_id(arch, canonical_offload_arch)
+        parse_target_id(_canonical_target_id(arch, canonical_offload_arch))
+
+
+# --------------------------------------------------------------------------------------------
+# Host offload entries (pyelftools for the ELF structure; every read bounds-checked)
+
+def _elf(buf):
+    try:
+        from elftools.elf.elffile import ELFFile
+        return ELFFile(io.BytesIO(bytes(buf)))
+    except Exception as exc:  # pyelftools raises ELFError, struct.error, ...
+        raise ElfError(f"not a readable ELF file: {exc}") from None
+
+
+def _c_string(data: bytes, off: int, what: str) -> str:
+    if off < 0 or off >= len(data):
+        raise ElfError(f"{what}: string offset {off:#x} is outside its section ({len(data)} bytes)")
+    end = data.find(b"\0", off, off + _MAX_NAME)
+    if end < 0:
+        raise ElfError(f"{what}: string at offset {off:#x} is not NUL-terminated within {_MAX_NAME} bytes")
+    return data[off:end].decode("utf-8", "surrogateescape")
+
+
+def host_offload_entries(buf) -> list[HostEntry]:
+    """The offload entries of a host ELF object, program or shared library (see module doc)."""
+    elf = _elf(buf)
+    try:
+        return _host_entries(elf)
+    except OffloadError:
+        raise
+    except Exception as exc:
+        raise ElfError(f"malformed ELF while reading offload entries: {exc}") from None
+
+
+def _sections(elf):
+    return [elf.get_section(i) for i in range(elf.num_sections())]
+
+
+def _host_entries(elf) -> list[HostEntry]:
+    sections = _sections(elf)
+    etype = elf.header["e_type"]
+    ptr = 8 if elf.elfclass == 64 else 4
+    fmt = "<Q" if ptr == 8 else "<I"
+    if not elf.little_endian:
+        fmt = ">" + fmt[1:]
+    result: list[HostEntry] = []
+    for index, sec in enumerate(sections):
+        layout = ENTRY_SECTIONS.get(sec.name)
+        if layout is None or sec["sh_type"] == _SHT_NOBITS:
+            continue
+        esize, name_off, kind_off = layout
+        if ptr == 4:  # 32-bit hosts: pointers shrink (not produced by our compilers; best effort)
+            esize, name_off = (16, 4) if kind_off is None else (36, 16)
+        data = sec.data()
+        if len(data) % esize:
+            raise ElfError(f"section {sec.name}: size {len(data)} is not a multiple of the entry size {esize}")
+        count = len(data) // esize
+        if count > _MAX_ENTRIES:
+            raise ElfError(f"section {sec.name}: {count} entries is implausibly many")
+        if etype == "ET_REL":
+            names = _names_from_relocations(elf, sections, index, sec, esize, name_off, count)
+        else:
+            names = _names_from_addresses(elf, sections, sec, data, esize, name_off, count, fmt)
+        for i in range(count):
+            if kind_off is not None:
+                (kind,) = struct.unpack_from("<H" if elf.little_endian else ">H", data, i * esize + kind_off)
+                if kind != _OFK_OPENMP:
+                    continue
+            name = names.get(i)
+            if name is None:
+                raise ElfError(f"section {sec.name}: entry {i} at offset {i * esize:#x} has no name")
+            result.append(HostEntry(name, sec.name, i * esize))
+    return result
+
+
+def _symbol_string(sections, symtab, sym_index: int, addend: int, what: str) -> str:
+    if sym_index >= symtab.num_symbols():
+        raise ElfError(f"{what}: symbol index {sym_index} is out of range")
+    sym = symtab.get_symbol(sym_index)
+    shndx = sym["st_shndx"]
+    if not isinstance(shndx, int) or not 0 < shndx < len(sections):
+        raise ElfError(f"{what}: symbol {sym.name!r} is not defined in a section")
+    target = sections[shndx]
+    if target["sh_type"] == _SHT_NOBITS:
+        raise ElfError(f"{what}: name points into {target.name}, which has no contents")
+    return _c_string(target.data(), sym["st_value"] + addend, f"{what} -> {target.name}")
+
+
+def _names_from_relocations(elf, sections, index: int, sec, esize: int, name_off: int, count: int) -> dict[int, str]:
+    names: dict[int, str] = {}
+    for rsec in sections:
+        if rsec["sh_type"] not in (_SHT_RELA, _SHT_REL) or rsec["sh_info"] != index:
+            continue
+        link = rsec["sh_link"]
+        if not 0 < link < len(sections):
+            raise ElfError(f"section {rsec.name}: sh_link {link} is not a section")
+        symtab = sections[link]
+        if symtab["sh_type"] not in (_SHT_SYMTAB, _SHT_DYNSYM):
+            raise ElfError(f"section {rsec.name}: sh_link {link} is not a symbol table")
+        data = sec.data()
+        for rel in rsec.iter_relocations():
+            off = rel["r_offset"]
+            i, field_off = divmod(off, esize)
+            if field_off != name_off or i >= count:
+                continue
+            if rel.is_RELA():
+                addend = rel["r_addend"]
+            else:
+                width = 8 if elf.elfclass == 64 else 4
+                addend = int.from_bytes(data[off:off + width], "little" if elf.little_endian else "big")
+            names[i] = _symbol_string(sections, symtab, rel["r_info_sym"], addend,
+                                      f"section {sec.name}: entry {i}")
+    return names
+
+
+def _names_from_addresses(elf, sections, sec, data: bytes, esize: int, name_off: int, count: int,
+                          fmt: str) -> dict[int, str]:
+    base = sec["sh_addr"]
+    relative_type = _RELATIVE.get(elf.header["e_machine"])
+    dynamic: dict[int, int] = {}
+    if relative_type is not None:
+        lo, hi = base, base + len(data)
+        for rsec in sections:
+            if rsec["sh_type"] != _SHT_RELA:
+                continue
+            for rel in rsec.iter_relocations():
+                if lo <= rel["r_offset"] < hi and rel["r_info_type"] == relative_type:
+                    dynamic[rel["r_offset"]] = rel["r_addend"]
+    mapped = [s for s in sections if s["sh_addr"] and s["sh_type"] != _SHT_NOBITS and s["sh_size"]]
+    names: dict[int, str] = {}
+    for i in range(count):
+        field_addr = base + i * esize + name_off
+        (addr,) = struct.unpack_from(fmt, data, i * esize + name_off)
+        addr = dynamic.get(field_addr, addr)
+        for s in mapped:
+            if s["sh_addr"] <= addr < s["sh_addr"] + s["sh_size"]:
+                names[i] = _c_string(s.data(), addr - s["sh_addr"], f"section {sec.name}: entry {i}")
+                break
+        else:
+            raise ElfError(f"section {sec.name}: entry {i} name address {addr:#x} is not in any section")
+    return names
+
+
+# --------------------------------------------------------------------------------------------
+# Device images
+
+def device_symbol_names(image) -> set[str] | None:
+    """Names defined in an ELF device image's symbol tables; None if `image` is not ELF."""
+    if bytes(image[:4]) != b"\x7fELF":
+        return None
+    elf = _elf(image)
+    try:
+        names: set[str] = set()
+        for sec in _sections(elf):
+            if sec["sh_type"] in (_SHT_SYMTAB, _SHT_DYNSYM):
+                for sym in sec.iter_symbols():
+                    if sym["st_shndx"] != "SHN_UNDEF" and sym.name:
+                        names.add(sym.name)
+        return names
+    except Exception as exc:
+        raise ElfError(f"malformed device ELF symbol table: {exc}") from None
+
+
+def image_has_symbol(image, name: str, symbols: set[str] | None = None) -> bool:
+    """Is `name` defined by (ELF) or present in (bitcode, PTX; see module doc) the device image?"""
+    if symbols is not None:
+        return name in symbols
+    needle = re.escape(name.encode()) + rb"(?![0-9])"
+    return re.search(needle, bytes(image)) is not None
+
+
+# --------------------------------------------------------------------------------------------
+# The check
+
+def _host_objects(buf, name: str, depth: int = 0):
+    """(path, buffer) of every ELF host file: the file itself, or each archive member."""
+    head = bytes(buf[:8])
+    if head[:4] == b"\x7fELF":
+        yield name, buf
+    elif head == b"!<arch>\n" and depth < 8:
+        from .archive import read_archive
+        for m in read_archive(buf):
+            yield from _host_objects(m.data, f"{name}({m.name})", depth + 1)
+
+
+def verify_buffer(buf, name: str, *, require: list[str] = (), check_entries: bool | None = None,
+                  llvm_version: int | None = None) -> VerifyResult:
+    """Run the checks on one file's contents.  `check_entries=None`: check when entries exist."""
+    for arch in require:
+        _check_requested(arch)
+    images = inspect_buffer(buf, name, llvm_version=llvm_version)
+    result = VerifyResult(name, images)
+    for arch in require:
+        if not any(arch_satisfied(img.arch, arch, img.image_kind) for img in images):
+            result.missing_archs.append(arch)
+    if check_entries is False:
+        return result
+    any_entries = False
+    for host_path, host_buf in _host_objects(memoryview(buf), name):
+        entries = [e for e in host_offload_entries(host_buf) if e.name.startswith(OMP_ENTRY_PREFIX)]
+        if not entries:
+            continue
+        any_entries = True
+        device = [img for img in images if img.file == host_path and img.producer == "openmp"]
+        if not device:
+            if check_entries:
+                result.notes.append(f"{host_path}: {len(entries)} host offload entries but no OpenMP device images")
+            continue
+        for img in device:
+            symbols = device_symbol_names(img.data)
+            for entry in entries:
+                result.entries_checked += 1
+                if not image_has_symbol(img.data, entry.name, symbols):
+                    result.missing_entries.append((entry.name, img.path))
+    if check_entries and not any_entries:
+        result.notes.append(f"{name}: no OpenMP host offload entries to check")
+    return result
+
+
+def verify_file(path: str, *, require: list[str] = (), check_entries: bool | None = None,
+                llvm_version: int | None = None) -> VerifyResult:
+    from .fileio import open_input
+    with open_input(path) as buf:
+        result = verify_buffer(buf, str(path), require=require, check_entries=check_entries,
+                               llvm_version=llvm_version)
+        for img in result.images:
+            img.data = b""  # do not keep views into the closed map
+        return result
