@@ -43,11 +43,6 @@ def _nvcc_id(target, source, env, for_signature):
     return _toolchain.tool_identity(_toolchain.resolve(env, nvcc) if nvcc else None)
 
 
-def _hipcc_id(target, source, env, for_signature):
-    hipcc = env.subst("$OFFLOAD_HIPCC") if env.get("OFFLOAD_HIPCC") else ""
-    return _toolchain.tool_identity(_toolchain.resolve(env, hipcc) if hipcc else None)
-
-
 def _library_id(target, source, env, for_signature):
     import offload_tool
     return f"offload_tool {offload_tool.__version__} {TOOL_SCHEMA}"
@@ -150,6 +145,14 @@ def _hipfb_targets(target, source, env, for_signature):
                     [f"hipv4-amdgcn-amd-amdhsa--{s.attributes.offload_image['arch']}" for s in source])
 
 
+def _input_flags(target, source, env, for_signature):
+    return " ".join("-input=" + s.get_path() for s in source)
+
+
+def _output_flags(target, source, env, for_signature):
+    return " ".join("-output=" + t.get_path() for t in target)
+
+
 def _compress_flag(target, source, env, for_signature):
     return "-compress" if env.get("OFFLOAD_COMPRESS") else ""
 
@@ -194,7 +197,6 @@ COMSTRS = {
     "OFFLOAD_HOSTCOMSTR": "HOST ${SOURCE}",
     "OFFLOAD_DEVICECOMSTR": "DEVICE ${OFFLOAD_ARCH} ${SOURCE}",
     "OFFLOAD_NVCCCOMSTR": "NVCC ${SOURCE}",
-    "OFFLOAD_HIPCCCOMSTR": "HIPCC ${SOURCE}",
     "OFFLOAD_HIPFBCOMSTR": "BUNDLE ${TARGET}",
     "OFFLOAD_PACKAGECOMSTR": "PACKAGE ${TARGET}",
     "OFFLOAD_EMBEDCOMSTR": "EMBED ${TARGET}",
@@ -220,11 +222,9 @@ DEFAULTS = {
                          "$OFFLOAD_DEVICEFLAGS $_OFFLOAD_SRCFLAGS $_CCCOMCOM $SOURCE",
     "OFFLOAD_NVCCCOM": f"{_LAUNCH} $OFFLOAD_NVCC -c -o $TARGET $_OFFLOAD_NVCC_GENCODE $OFFLOAD_HOSTFLAGS "
                        "$OFFLOAD_DEVICEFLAGS $CCFLAGS $CXXFLAGS $_CCCOMCOM $SOURCE",
-    "OFFLOAD_HIPCCCOM": f"{_LAUNCH} $OFFLOAD_HIPCC -c -o $TARGET $_OFFLOAD_HIPCC_ARCHS -cuid=$_OFFLOAD_CUID "
-                        "$OFFLOAD_HOSTFLAGS $OFFLOAD_DEVICEFLAGS $CCFLAGS $CXXFLAGS $_CCCOMCOM $SOURCE",
     "OFFLOAD_HIPFBCOM": f"{_PY} -m offload_tool.bundler -type=o -bundle-align=4096 $_OFFLOAD_COMPRESSFLAG "
                         "-targets=$_OFFLOAD_HIPFB_TARGETS -input=/dev/null "
-                        '${_concat("-input=", SOURCES, "", __env__)} -output=$TARGET',
+                        '$_OFFLOAD_INPUTFLAGS -output=$TARGET',
     "OFFLOAD_PACKAGECOM": f"{_PY} -m offload_tool.packager $_OFFLOAD_PACKAGERFLAGS -o $TARGET $_OFFLOAD_IMAGES",
     "OFFLOAD_EMBEDCOM": f"{_PY} -m offload_tool.embed ${{SOURCES[0]}} ${{SOURCES[1:]}} -o $TARGET",
     "OFFLOAD_LINKCOM": "$OFFLOAD_CLANGXX -o $TARGET $_OFFLOAD_LINKFLAGS $OFFLOAD_LINKFLAGS $LINKFLAGS "
@@ -235,14 +235,14 @@ DEFAULTS = {
                         "-L$_OFFLOAD_LLVM_LIBDIR -lomptarget.devicertl $SOURCES",
     "OFFLOAD_ARCOM": "$OFFLOAD_AR $OFFLOAD_ARFLAGS $TARGET $SOURCES",
     "OFFLOAD_BUNDLECOM": f"{_PY} -m offload_tool.bundler -type=$_OFFLOAD_BUNDLETYPE $_OFFLOAD_COMPRESSFLAG "
-                         '-targets=$_OFFLOAD_BUNDLETARGETS ${_concat("-input=", SOURCES, "", __env__)} '
+                         '-targets=$_OFFLOAD_BUNDLETARGETS $_OFFLOAD_INPUTFLAGS '
                          "-output=$TARGET $OFFLOAD_BUNDLERFLAGS",
     "OFFLOAD_UNBUNDLECOM": f"{_PY} -m offload_tool.bundler -unbundle -type=$_OFFLOAD_BUNDLETYPE "
                            '-targets=$_OFFLOAD_BUNDLETARGETS -input=$SOURCE '
-                           '${_concat("-output=", TARGETS, "", __env__)} $OFFLOAD_BUNDLERFLAGS',
+                           '$_OFFLOAD_OUTPUTFLAGS $OFFLOAD_BUNDLERFLAGS',
     "OFFLOAD_UNBUNDLEARCHIVECOM": f"{_PY} -m offload_tool.bundler -unbundle -type=a -allow-missing-bundles "
                                   '-targets=$_OFFLOAD_BUNDLETARGETS -input=$SOURCE '
-                                  '${_concat("-output=", TARGETS, "", __env__)} $OFFLOAD_BUNDLERFLAGS',
+                                  '$_OFFLOAD_OUTPUTFLAGS $OFFLOAD_BUNDLERFLAGS',
     "OFFLOAD_MANIFESTCOM": f"$_OFFLOAD_VERIFY_CMDS {_PY} -m offload_tool.cli inspect --json $SOURCES "
                            "> ${TARGET}.tmp && mv ${TARGET}.tmp $TARGET",
 }
@@ -273,7 +273,6 @@ def set_defaults(env) -> None:
         "OFFLOAD_CLANGXX": _clangxx,
         "_OFFLOAD_CLANG_ID": _clang_id,
         "_OFFLOAD_NVCC_ID": _nvcc_id,
-        "_OFFLOAD_HIPCC_ID": _hipcc_id,
         "_OFFLOAD_LIBRARY_ID": _library_id,
         "_OFFLOAD_VENDORFLAGS": _vendor_flags,
         "_OFFLOAD_PACKAGERFLAGS": _packager_flags,
@@ -281,6 +280,8 @@ def set_defaults(env) -> None:
         "_OFFLOAD_LINKFLAGS": _link_flags,
         "_OFFLOAD_HIPFB_TARGETS": _hipfb_targets,
         "_OFFLOAD_COMPRESSFLAG": _compress_flag,
+        "_OFFLOAD_INPUTFLAGS": _input_flags,
+        "_OFFLOAD_OUTPUTFLAGS": _output_flags,
         "_OFFLOAD_BUNDLETARGETS": _bundle_targets,
         "_OFFLOAD_BUNDLETYPE": _bundle_type,
         "_OFFLOAD_VERIFY_CMDS": _verify_cmds,
@@ -327,8 +328,6 @@ def hidden_builders() -> dict:
         "_OffloadHostCompile": b(action=_action("OFFLOAD_HOSTCOM", _COMPILER_VARS), source_scanner=scanner),
         "_OffloadDeviceCompile": b(action=_action("OFFLOAD_DEVICECOM", _COMPILER_VARS), source_scanner=scanner),
         "_OffloadNvccCompile": b(action=_action("OFFLOAD_NVCCCOM", ["_OFFLOAD_NVCC_ID"]), source_scanner=scanner),
-        "_OffloadHipccCompile": b(action=_action("OFFLOAD_HIPCCCOM", ["_OFFLOAD_HIPCC_ID"]),
-                                  source_scanner=scanner),
         "_OffloadHipfb": b(action=_action("OFFLOAD_HIPFBCOM", _LIBRARY_VARS)),
         "_OffloadPackage": b(action=_action("OFFLOAD_PACKAGECOM", _LIBRARY_VARS + ["_OFFLOAD_PACKAGERFLAGS"])),
         "_OffloadEmbed": b(action=_action("OFFLOAD_EMBEDCOM", _LIBRARY_VARS)),
@@ -399,9 +398,13 @@ def _src_flags(node) -> str:
 _LANG_FLAGS = {
     # (host flags, device flags) per language for the clang paths.
     "openmp": ("-fopenmp", "-fopenmp"),
-    "cuda": ("-x cuda --offload-new-driver -fgpu-rdc -cuid=$_OFFLOAD_CUID $_OFFLOAD_CUDAPATHFLAG",
-             "-x cuda --offload-new-driver -fgpu-rdc -cuid=$_OFFLOAD_CUID"),
-    "hip": ("-x hip -cuid=$_OFFLOAD_CUID $_OFFLOAD_ROCMFLAGS $_OFFLOAD_HIPFB_INCLUDE",
+    # CUDA, new driver + RDC: clang 19 does not forward `-cuid=` there ("argument unused") and
+    # names externalised device statics after the file's (dev, inode) instead
+    # (`_ZL5dstat__static__<ino><dev>_...`), so the pinned CUID goes straight to -cc1.
+    "cuda": ("-x cuda --offload-new-driver -fgpu-rdc -Xclang -cuid=$_OFFLOAD_CUID -Wno-unknown-cuda-version "
+             "$_OFFLOAD_CUDAPATHFLAG",
+             "-x cuda --offload-new-driver -fgpu-rdc -Xclang -cuid=$_OFFLOAD_CUID -Wno-unknown-cuda-version"),
+    "hip": ("-x hip -cuid=$_OFFLOAD_CUID $_OFFLOAD_ROCMFLAGS $_OFFLOAD_HOST_ARCHFLAGS $_OFFLOAD_HIPFB_INCLUDE",
             "-x hip --no-gpu-bundle-output -cuid=$_OFFLOAD_CUID"),
 }
 
@@ -588,8 +591,13 @@ def _offload_object(env, s, target, kw, pic=False):
         if compiler == "nvcc":
             return _nvcc_object(env, senv, s, fat, archs, kw, pic)
         if compiler == "hipcc":
-            return _hipcc_object(env, senv, s, fat, archs, kw, pic)
-        devices = {a: _device_object(env, s, a, None, kw)[0] for a in archs}
+            # hipcc (clang 15 underneath) takes the same per-arch graph as clang: its path
+            # replaces OFFLOAD_CLANG in these nodes (and its identity goes into their varlist).
+            _toolchain.require(senv, "OFFLOAD_HIPCC", "hipcc")
+            kw2 = dict(kw, OFFLOAD_CLANG="$OFFLOAD_HIPCC")
+        else:
+            kw2 = kw
+        devices = {a: _device_object(env, s, a, None, kw2)[0] for a in archs}
         parts = {"host": None, "devices": devices, "package": None}
         if lang == "hip":
             extra = []
@@ -597,7 +605,8 @@ def _offload_object(env, s, target, kw, pic=False):
                 hipfb = env._OffloadHipfb(s.dir.File(_stem(s) + ".hipfb"), list(devices.values()), **kw)
                 parts["package"] = hipfb[0]
                 extra = [hipfb[0]]
-            nodes = _host_object(env, s, fat, kw, extra_sources=extra, pic=pic)
+            kw2 = dict(kw2, _OFFLOAD_HOST_ARCHFLAGS=" ".join(f"--offload-arch={a}" for a in archs))
+            nodes = _host_object(env, s, fat, kw2, extra_sources=extra, pic=pic)
             parts["host"] = nodes[0]
         else:
             host = _host_object(env, s, None, kw, pic=pic)
@@ -629,21 +638,6 @@ def _nvcc_object(env, senv, s, fat, archs, kw, pic):
         n.attributes.offload_lang = "cuda"
         n.attributes.offload_parts = {"host": n, "devices": {}, "package": None}
     _record_compdb(senv.Override(o), nodes, [s], "OFFLOAD_NVCCCOM")
-    return nodes
-
-
-def _hipcc_object(env, senv, s, fat, archs, kw, pic):
-    """hipcc (ROCm 5.2, clang 15): one compile per source with all `--offload-arch`s and a pinned
-    `-cuid` (coarser than the clang path; see docs/scons-tool.md)."""
-    _toolchain.require(senv, "OFFLOAD_HIPCC", "hipcc")
-    o = dict(kw, _OFFLOAD_HIPCC_ARCHS=" ".join(f"--offload-arch={a}" for a in archs), _OFFLOAD_CUID=_cuid(s))
-    if pic:
-        o["OFFLOAD_HOSTFLAGS"] = SCons.Util.CLVar(senv.get("OFFLOAD_HOSTFLAGS", [])) + ["-fPIC"]
-    nodes = env._OffloadHipccCompile(fat, s, **o)
-    for n in nodes:
-        n.attributes.offload_lang = "hip"
-        n.attributes.offload_parts = {"host": n, "devices": {}, "package": None}
-    _record_compdb(senv.Override(o), nodes, [s], "OFFLOAD_HIPCCCOM")
     return nodes
 
 
