@@ -1,0 +1,209 @@
+"""Bundle entry IDs `<kind>-<arch>-<vendor>-<os>-<env>-<target id>` of clang offload bundles.
+
+Two readings are provided:
+
+* `standardize(raw)` is LLVM 19's `OffloadTargetInfo` constructor followed by `str()`, byte for byte and
+  quirks included; the bundler writes these strings into bundles and `-list` prints them.
+* `parse_bundle_entry_id(raw)` is the tolerant reading used for *matching* IDs found in files written by
+  clang 15 (hipcc: `host-x86_64-unknown-linux`, 3-field device triples), 19 (`...-linux-gnu-`, `amdhsa--gfx`)
+  and 22 (`nvptx64-nvidia-cuda-unknown-sm_90a`, `amdhsa-unknown-gfx`).  Where LLVM 19's own re-parse is
+  inconsistent (it reads a standardized host ID's trailing empty field as a target ID equal to the whole
+  string, so it cannot match pre-standardization entries like `host-x86_64-unknown-linux-gnu`), this reading
+  gives the intended fields instead; for every ID that LLVM 19 matches consistently the results agree.
+
+`is_code_object_compatible` is the unbundler's `isCodeObjectCompatible`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from .errors import BundleError, TargetIDError, UsageError
+from .target_id import _amdgcn_names, _string_to_offload_arch, conflicting_target_ids, parse_target_id
+from .triple import is_compatible_with, is_valid_arch, split_triple4
+
+__all__ = [
+    "OFFLOAD_KINDS", "BundleEntryID", "standardize", "parse_bundle_entry_id", "validate_bundler_targets",
+    "is_code_object_compatible", "is_offload_kind_compatible", "archive_conflict",
+]
+
+#: The offload kinds the bundler accepts (`cuda` is not one).
+OFFLOAD_KINDS = ("host", "openmp", "hip", "hipv4")
+
+
+@dataclass(frozen=True)
+class BundleEntryID:
+    """One bundle entry ID: offload kind, the 4 raw triple fields joined with '-', and the target ID."""
+
+    kind: str
+    triple: str  # e.g. "amdgcn-amd-amdhsa-" (environment empty) or "x86_64-unknown-linux-gnu"
+    target_id: str = ""  # "" when none, e.g. "gfx90a:xnack+" (as written, features not reordered)
+
+    def __str__(self) -> str:
+        """LLVM 19's standardized spelling."""
+        return f"{self.kind}-{self.triple}-{self.target_id}"
+
+    @property
+    def is_host(self) -> bool:
+        return self.kind == "host"
+
+    @property
+    def kind_is_valid(self) -> bool:
+        return self.kind in OFFLOAD_KINDS
+
+    @property
+    def triple_is_valid(self) -> bool:
+        """`isTripleValid`: a non-empty triple whose arch `Triple::parseArch` knows."""
+        return self.triple != "" and is_valid_arch(split_triple4(self.triple)[0])
+
+    @property
+    def processor(self) -> str:
+        """The target ID's text before its first ':' ("" when there is no target ID)."""
+        return self.target_id.partition(":")[0]
+
+
+def _four(triple: str) -> str:
+    """`Triple(Arch, Vendor, OS, Env).str()` of the raw fields of `Triple(triple)`: always 4 fields."""
+    return "-".join(split_triple4(triple))
+
+
+def standardize(raw: str) -> BundleEntryID:
+    """LLVM 19's `OffloadTargetInfo(raw)`; `str()` of the result is what 19 stores and lists.
+
+    The last '-' field of the part before the first ':' is the target ID's processor when
+    `StringToOffloadArch` knows it -- and "" (UNUSED) counts as known, so a standardized host ID such as
+    `host-x86_64-unknown-linux-gnu-` standardizes again to `host-x86_64-unknown-linux-gnu-host-x86_64-...`
+    (LLVM's quirk, kept).  Otherwise there is no target ID and anything after ':' is dropped."""
+    head = raw.split(":", 1)[0]
+    left, sep, last = head.rpartition("-")
+    if not sep:  # StringRef::rsplit: no '-' -> (head, "")
+        left, last = head, ""
+    if _string_to_offload_arch(last, "19") is not None:
+        kind, _, triple = left.partition("-")
+        target_id = raw[raw.find(last):]
+    else:
+        kind, _, triple = head.partition("-")
+        target_id = ""
+    return BundleEntryID(kind, _four(triple), target_id)
+
+
+def _is_processor_name(name: str) -> bool:
+    """A GPU name in any supported release: an OffloadArch name (19 or 22) or an AMDGPU alias."""
+    if name == "" or name == "generic":
+        return False
+    return (_string_to_offload_arch(name, "19") is not None or _string_to_offload_arch(name, "22") is not None
+            or name in _amdgcn_names("19") or name in _amdgcn_names("22"))
+
+
+def parse_bundle_entry_id(raw: str) -> BundleEntryID:
+    """Read an entry ID as stored by clang 15, 19 or 22 (see the module docstring).
+
+    The target ID starts at the first '-' field (after the kind and arch) from which the rest of the text
+    before ':' is a known GPU name (so `gfx10-3-generic` stays whole); the fields between are the triple.
+    Without one, a trailing empty field is the (empty) target ID and the rest is the triple."""
+    head, colon, _ = raw.partition(":")
+    fields = head.split("-")
+    kind = fields[0]
+    for j in range(2, len(fields)):
+        if _is_processor_name("-".join(fields[j:])):
+            target_id = raw[len("-".join(fields[:j])) + 1:]
+            return BundleEntryID(kind, _four("-".join(fields[1:j])), target_id)
+    if len(fields) >= 6 and fields[-1] == "":
+        fields = fields[:-1]  # standardized: "<kind>-<a>-<v>-<o>-<e>-" with an empty target ID
+    return BundleEntryID(kind, _four("-".join(fields[1:])), "")
+
+
+def _as_id(value: "str | BundleEntryID") -> BundleEntryID:
+    return value if isinstance(value, BundleEntryID) else parse_bundle_entry_id(value)
+
+
+def is_offload_kind_compatible(code_object_kind: str, target_kind: str, *,
+                               hip_openmp_compatible: bool = False) -> bool:
+    """`isOffloadKindCompatible`: equal, `hip`~`hipv4`, and with -hip-openmp-compatible hip*~openmp."""
+    if code_object_kind == target_kind or {code_object_kind, target_kind} == {"hip", "hipv4"}:
+        return True
+    if hip_openmp_compatible:
+        return ((code_object_kind.lower().startswith("hip") and target_kind == "openmp")
+                or (code_object_kind == "openmp" and target_kind.lower().startswith("hip")))
+    return False
+
+
+def is_code_object_compatible(code_object: "str | BundleEntryID", target: "str | BundleEntryID", *,
+                              hip_openmp_compatible: bool = False) -> bool:
+    """`isCodeObjectCompatible(CodeObject, Target)` (LLVM 19): may the entry `code_object` be extracted for
+    the requested `target`?
+
+    An exact match (same kind, `isCompatibleWith` triples, same target-ID text) is compatible.  Otherwise
+    kinds and triples must be compatible, both target IDs must parse with `clang::parseTargetID` (aliases
+    canonicalised, features checked against the LLVM 19 table) to the same processor, and every feature the
+    code object pins must be pinned to the same value by the target (a feature it leaves out is Any).
+    Strings are read with `parse_bundle_entry_id`."""
+    co, tg = _as_id(code_object), _as_id(target)
+    triples_ok = is_compatible_with(co.triple, tg.triple)
+    if co.kind == tg.kind and triples_ok and co.target_id == tg.target_id:
+        return True
+    if not triples_ok or not is_offload_kind_compatible(co.kind, tg.kind,
+                                                        hip_openmp_compatible=hip_openmp_compatible):
+        return False
+    try:
+        co_tid = parse_target_id(co.target_id, co.triple, 19)
+        tg_tid = parse_target_id(tg.target_id, tg.triple, 19)
+    except TargetIDError:
+        return False
+    if co_tid.processor != tg_tid.processor:
+        return False
+    target_features = dict(tg_tid.features)
+    if len(co_tid.features) > len(target_features):
+        return False
+    return all(target_features.get(name) == on for name, on in co_tid.features)
+
+
+def validate_bundler_targets(raw_targets: list[str], *, bundling: bool) -> list[BundleEntryID]:
+    """The `-targets` checks of clang-offload-bundler 19, in its order and with its messages; returns the
+    standardized IDs.
+
+    Per target in order: `Duplicate targets are not allowed` (raw strings), then `invalid target '<T>'[,
+    unknown offloading kind '<k>'][, unknown target triple '<a-v-o-e>']` (UsageError).  Then per
+    `<kind>-<triple>` group in sorted order, the target-ID conflict rule: `Cannot bundle inputs with
+    conflicting targets: 'A' and 'B'` (BundleError).  Last the host count: bundling needs exactly one host
+    unless every target is hip/hipv4, unbundling allows at most one: `expecting exactly one host target but
+    got <n>` (UsageError)."""
+    seen: set[str] = set()
+    ids: list[BundleEntryID] = []
+    groups: dict[str, set[str]] = {}
+    hosts = 0
+    hip_only = True
+    for raw in raw_targets:
+        if raw in seen:
+            raise UsageError("Duplicate targets are not allowed")
+        seen.add(raw)
+        tid = standardize(raw)
+        if not tid.kind_is_valid or not tid.triple_is_valid:
+            msg = f"invalid target '{raw}'"
+            if not tid.kind_is_valid:
+                msg += f", unknown offloading kind '{tid.kind}'"
+            if not tid.triple_is_valid:
+                msg += f", unknown target triple '{tid.triple}'"
+            raise UsageError(msg)
+        ids.append(tid)
+        groups.setdefault(f"{tid.kind}-{tid.triple}", set()).add(tid.target_id)
+        if tid.is_host:
+            hosts += 1
+        if tid.kind not in ("hip", "hipv4"):
+            hip_only = False
+    for key in sorted(groups, key=lambda s: s.encode("utf-8", "surrogateescape")):
+        pair = conflicting_target_ids(groups[key])
+        if pair:
+            raise BundleError(f"Cannot bundle inputs with conflicting targets: '{key}-{pair[0]}' and "
+                              f"'{key}-{pair[1]}'")
+    if (not bundling and hosts > 1) or (bundling and hosts != 1 and not hip_only):
+        raise UsageError(f"expecting exactly one host target but got {hosts}")
+    return ids
+
+
+def archive_conflict(ids: Iterable[str]) -> tuple[str, str] | None:
+    """`CheckHeterogeneousArchive`'s rule (-check-input-archive): the target-ID conflict rule applied to a
+    member's *full* bundle entry IDs, whose "processor" is everything before the first ':'."""
+    return conflicting_target_ids(str(i) for i in ids)
+
