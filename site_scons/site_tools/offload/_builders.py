@@ -69,15 +69,19 @@ def _llvm_libdir(env) -> str:
     return (_toolchain.llvm_lib_dir(path) or "") if path else ""
 
 
+_bc_dirs: dict[str, str] = {}
+
+
 def _nvptx_bc_path(target, source, env, for_signature):
     """Directory of libomptarget-nvptx-*.bc next to the clang in use (clang 19 needs it named)."""
     lib = _llvm_libdir(env)
-    try:
-        if lib and any(n.startswith("libomptarget-nvptx") for n in os.listdir(lib)):
-            return lib
-    except OSError:
-        pass
-    return ""
+    if lib not in _bc_dirs:
+        try:
+            found = bool(lib) and any(n.startswith("libomptarget-nvptx") for n in os.listdir(lib))
+        except OSError:
+            found = False
+        _bc_dirs[lib] = lib if found else ""
+    return _bc_dirs[lib]
 
 
 def _vendor_flags(target, source, env, for_signature):
@@ -103,6 +107,11 @@ def _vendor_flags(target, source, env, for_signature):
 
 def _packager_flags(target, source, env, for_signature):
     return "--llvm-version=22" if clang_major(env) >= 20 else ""
+
+
+def _llvm_version_flag(target, source, env, for_signature):
+    """`--llvm-version=N` for the library CLIs: how the clang in use encodes OffloadBinary kinds."""
+    return f"--llvm-version={min(max(clang_major(env), 19), 22)}"
 
 
 def _images(target, source, env, for_signature):
@@ -174,20 +183,18 @@ def _type_from_suffix(name: str) -> str:
 
 
 def _verify_cmds(target, source, env, for_signature):
-    """`offload-tool verify` of every input (entry consistency; plus the required archs)."""
+    """`offload-tool verify` of the inputs (host/device entry consistency; plus the required
+    archs), run before the manifest is written so a failing check leaves no manifest."""
     require = env.get("OFFLOAD_REQUIRE")
     if require is True:
         require = env.get("_OFFLOAD_CANONICAL_ARCHS") or []
     req = ",".join(SCons.Util.flatten(require)) if require else ""
     if not env.get("OFFLOAD_VERIFY", True) and not req:
         return ""
-    cmds = []
-    for s in source:
-        c = f"$OFFLOAD_PYTHON -m offload_tool.cli verify {s.get_path()}"
-        if req:
-            c += f" --require {req}"
-        cmds.append(c + " &&")
-    return " ".join(cmds)
+    c = "$( $OFFLOAD_PYTHON $) -m offload_tool.cli verify -q " + " ".join(s.get_path() for s in source)
+    if req:
+        c += " --require=" + req
+    return c + " &&"
 
 
 # --------------------------------------------------------------------------------------------
@@ -243,7 +250,7 @@ DEFAULTS = {
     "OFFLOAD_UNBUNDLEARCHIVECOM": f"{_PY} -m offload_tool.bundler -unbundle -type=a -allow-missing-bundles "
                                   '-targets=$_OFFLOAD_BUNDLETARGETS -input=$SOURCE '
                                   '$_OFFLOAD_OUTPUTFLAGS $OFFLOAD_BUNDLERFLAGS',
-    "OFFLOAD_MANIFESTCOM": f"$_OFFLOAD_VERIFY_CMDS {_PY} -m offload_tool.cli inspect --json $SOURCES "
+    "OFFLOAD_MANIFESTCOM": f"$_OFFLOAD_VERIFY_CMDS {_PY} -m offload_tool.cli inspect --json $_OFFLOAD_LLVMVERSIONFLAG $SOURCES "
                            "> ${TARGET}.tmp && mv ${TARGET}.tmp $TARGET",
 }
 
@@ -276,6 +283,7 @@ def set_defaults(env) -> None:
         "_OFFLOAD_LIBRARY_ID": _library_id,
         "_OFFLOAD_VENDORFLAGS": _vendor_flags,
         "_OFFLOAD_PACKAGERFLAGS": _packager_flags,
+        "_OFFLOAD_LLVMVERSIONFLAG": _llvm_version_flag,
         "_OFFLOAD_IMAGES": _images,
         "_OFFLOAD_LINKFLAGS": _link_flags,
         "_OFFLOAD_HIPFB_TARGETS": _hipfb_targets,
