@@ -1,0 +1,147 @@
+"""The offload SCons tool on CUDA and HIP sources: clang (per-arch device nodes, HIP fat binary
+or CUDA package), hipcc (same graph), nvcc (one compile per source); the archs in the outputs;
+links where the runtime exists here; a second clone sharing a CacheDir takes every CUDA/HIP node
+from the cache (pinned -cuid)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import pytest
+
+from conftest import need_tool, run, run_cli
+from scons_helpers import Project, counts, device_archs, run_env
+
+pytestmark = pytest.mark.slow
+
+HIP_SRC = """
+#include <hip/hip_runtime.h>
+#include <cstdio>
+static __device__ int bias;
+__global__ void vadd(float *a) { a[threadIdx.x] += bias; }
+int main() {
+  float *d;
+  if (hipMalloc(&d, 64) != hipSuccess) { std::printf("no device\\n"); return 0; }
+  hipLaunchKernelGGL(vadd, dim3(1), dim3(16), 0, 0, d);
+  std::printf("ok\\n");
+  return 0;
+}
+"""
+
+# clang cannot use CUDA 13's headers (see docs/scons-tool.md): a header-less CUDA source.
+CUDA_SRC = """
+struct dim3 { unsigned x, y, z; };
+typedef struct CUstream_st *cudaStream_t;
+extern "C" int cudaLaunchKernel(const void *, dim3, dim3, void **, unsigned long, cudaStream_t);
+static __attribute__((device)) int bias;
+__attribute__((global)) void saxpy(float a, float *x) { x[0] = a * x[0] + bias; }
+void *bias_address() { return (void *)&bias; }
+"""
+
+NVCC_SRC = """
+#include <cstdio>
+__global__ void saxpy(float a, float *x) { x[threadIdx.x] *= a; }
+int main() { float *d; if (cudaMalloc(&d, 64) != cudaSuccess) { std::printf("no device\\n"); return 0; }
+  saxpy<<<1, 16>>>(2.0f, d); std::printf("ok\\n"); return 0; }
+"""
+
+SCONSTRUCT = """
+env = Environment(tools=['default', 'offload'], OFFLOAD_CLANG='clang-19',
+                  OFFLOAD_ARCHS=ARGUMENTS.get('archs', 'sm_80,gfx90a').split(','),
+                  OFFLOAD_HIP_COMPILER=ARGUMENTS.get('hip', 'clang'),
+                  OFFLOAD_CUDA_COMPILER=ARGUMENTS.get('cuda', 'clang'))
+if ARGUMENTS.get('cache'):
+    CacheDir(ARGUMENTS['cache'])
+if 'hip' in ARGUMENTS.get('what', 'hip'):
+    env.OffloadProgram('vadd', ['src/vadd.hip'])
+if 'cudaclang' in ARGUMENTS.get('what', ''):
+    env.Clone(OFFLOAD_HOSTFLAGS=['-nocudainc', '-nocudalib'],
+              OFFLOAD_DEVICEFLAGS=['-nocudainc', '-nocudalib']).OffloadObject('src/saxpy.cu')
+if 'nvcc' in ARGUMENTS.get('what', ''):
+    env.OffloadProgram('saxpy_nvcc', ['src/saxpy_nvcc.cu'], OFFLOAD_CUDA_COMPILER='nvcc')
+"""
+
+
+def _project(root) -> Project:
+    p = Project(root)
+    p.write("SConstruct", SCONSTRUCT)
+    p.write("src/vadd.hip", HIP_SRC)
+    p.write("src/saxpy.cu", CUDA_SRC)
+    p.write("src/saxpy_nvcc.cu", NVCC_SRC)
+    return p
+
+
+def _inspect_archs(path) -> list[str]:
+    """Archs of the device images in a file, per `offload-tool inspect --json`."""
+    cp = run_cli("cli", "inspect", "--json", str(path))
+    assert cp.returncode == 0, cp.stderr
+    return sorted(d["arch"] for d in json.loads(cp.stdout))
+
+
+def _bundle_ids(path) -> list[str]:
+    cp = run([need_tool("clang-offload-bundler-19"), "-list", "-type=o", f"-input={path}"])
+    assert cp.returncode == 0, cp.stderr
+    return sorted(cp.stdout.decode().split())
+
+
+@pytest.mark.parametrize("hip", ["clang", "hipcc"])
+def test_hip_per_arch_graph_and_link(tmp_path, hip):
+    need_tool("clang-19")
+    if hip == "hipcc":
+        need_tool("hipcc")
+    p = _project(tmp_path / "p")
+    cp = p.scons("archs=sm_80,gfx90a,gfx1030", f"hip={hip}")
+    c = counts(cp)
+    assert device_archs(cp) == {"gfx90a": 1, "gfx1030": 1}, cp.stdout   # sm_80 is not a HIP arch
+    assert (c["BUNDLE"], c["HOST"], c["LINK"]) == (1, 1, 1)
+    assert _bundle_ids(p.root / "src/vadd.hipfb") == [
+        "hipv4-amdgcn-amd-amdhsa--gfx1030", "hipv4-amdgcn-amd-amdhsa--gfx90a", "host-x86_64-unknown-linux"]
+    out = subprocess.run([str(p.root / "vadd")], capture_output=True, text=True, timeout=60, env=run_env())
+    assert out.returncode == 0 and out.stdout in ("ok\n", "no device\n")
+    assert p.up_to_date("archs=sm_80,gfx90a,gfx1030", f"hip={hip}")
+    # Adding an arch: one device compile; the host object embeds the fat binary, so it re-runs.
+    cp = p.scons("archs=sm_80,gfx90a,gfx1030,gfx942", f"hip={hip}")
+    assert device_archs(cp) == {"gfx942": 1}, cp.stdout
+    assert counts(cp)["HOST"] == 1
+
+
+def test_cuda_clang_package_and_pinned_cuid(tmp_path):
+    need_tool("clang-19")
+    p = _project(tmp_path / "p")
+    cp = p.scons("what=cudaclang", "archs=sm_70,sm_80,gfx90a")
+    assert device_archs(cp) == {"sm_70": 1, "sm_80": 1}, cp.stdout
+    out = run([need_tool("llvm-objdump-19"), "--offloading", p.root / "src/saxpy.o"]).stdout.decode()
+    assert sorted(re.findall(r"arch\s+(\S+)", out)) == ["sm_70", "sm_80"]
+    assert set(re.findall(r"kind\s+(\S+)", out)) == {"cuda"}
+    # The externalised static is named after the pinned CUID in host and device objects alike.
+    host = run([need_tool("llvm-readelf-19"), "-sW", p.root / "src/saxpy.host.o"]).stdout.decode()
+    dev = run([need_tool("llvm-readelf-19"), "-sW", p.root / "src/saxpy.sm_80.o"]).stdout.decode()
+    names = set(re.findall(r"_ZL4bias__static__\w+", host))
+    assert names and names <= set(re.findall(r"_ZL4bias__static__\w+", dev))
+
+
+def test_nvcc_one_compile_per_source(tmp_path):
+    need_tool("nvcc")
+    need_tool("clang-19")
+    p = _project(tmp_path / "p")
+    cp = p.scons("what=nvcc", "archs=sm_80,sm_90,gfx90a")
+    c = counts(cp)
+    assert (c["NVCC"], c["DEVICE"], c["LINK"]) == (1, 0, 1), cp.stdout
+    assert _inspect_archs(p.root / "src/saxpy_nvcc.o") == ["sm_80", "sm_90"]
+    out = subprocess.run([str(p.root / "saxpy_nvcc")], capture_output=True, text=True, timeout=60, env=run_env())
+    assert out.stdout in ("ok\n", "no device\n")
+
+
+def test_cachedir_second_clone_takes_every_hip_node(tmp_path):
+    need_tool("clang-19")
+    cache = tmp_path / "cache"
+    a = _project(tmp_path / "a")
+    a.scons(f"cache={cache}", "archs=gfx90a,gfx1030")
+    b = _project(tmp_path / "clone")
+    cp = b.scons(f"cache={cache}", "archs=gfx90a,gfx1030")
+    # Every node (2 device objects, fat binary, host object, program) comes from the cache.
+    assert counts(cp) == {}, cp.stdout
+    assert cp.stdout.count("Retrieved") == 5, cp.stdout
+    assert (b.root / "vadd").read_bytes() == (a.root / "vadd").read_bytes()

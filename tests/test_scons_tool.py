@@ -1,0 +1,183 @@
+"""In-process tests of the offload SCons tool: the nodes each builder emits, read-time validation,
+action signatures (what does and does not rebuild), idempotent set-up; plus loading the tool the
+pip way (`toolpath=[PyPackageDir('offload_scons')]`)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import need_tool
+from scons_helpers import REPO, SITE_TOOLS, Project, scons_env
+
+import SCons.Environment
+import SCons.Errors
+import SCons.Node.FS
+
+sys.path.insert(0, str(SITE_TOOLS))
+
+
+@pytest.fixture
+def mkenv(tmp_path, monkeypatch):
+    """A fresh SCons environment with the offload tool in `tmp_path` (fresh node graph)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "src").mkdir()
+    for name in ("a.c", "b.cpp", "k.cu", "v.hip"):
+        (tmp_path / "src" / name).write_text("int x;\n")
+
+    def make(**kw):
+        SCons.Node.FS.default_fs = None
+        kw.setdefault("OFFLOAD_CLANG", "clang-19")
+        return SCons.Environment.Environment(tools=["default", "offload"], toolpath=[str(SITE_TOOLS)], **kw)
+
+    return make
+
+
+def _names(nodes):
+    return [n.get_path() for n in nodes]
+
+
+def test_object_graph_per_arch(mkenv):
+    need_tool("clang-19")
+    env = mkenv(OFFLOAD_ARCHS=["sm_80", "fiji", "gfx906:xnack-:sramecc+"])
+    fat = env.OffloadObject("src/a.c")
+    assert _names(fat) == ["src/a.o"]
+    parts = fat[0].attributes.offload_parts
+    assert parts["host"].get_path() == "src/a.host.o"
+    assert {a: n.get_path() for a, n in parts["devices"].items()} == {
+        "sm_80": "src/a.sm_80.o", "gfx803": "src/a.gfx803.bc", "gfx906:sramecc+:xnack-": "src/a.gfx906_sramecc+_xnack-.bc"}
+    assert parts["package"].get_path() == "src/a.pkg"
+    # CUDA sources get only NVIDIA archs, HIP sources only AMD archs.
+    cu = env.OffloadObject("src/k.cu")[0].attributes.offload_parts
+    assert list(cu["devices"]) == ["sm_80"]
+    hip = env.OffloadObject("src/v.hip")[0].attributes.offload_parts
+    assert list(hip["devices"]) == ["gfx803", "gfx906:sramecc+:xnack-"]
+    assert hip["package"].get_path() == "src/v.hipfb"
+    # Calling again reuses the nodes (no "multiple ways to build").
+    assert env.OffloadObject("src/a.c")[0] is fat[0]
+    prog = env.OffloadProgram("app", ["src/a.c", "src/b.cpp"])
+    assert _names(prog) == ["app"]
+    assert fat[0] in prog[0].sources
+
+
+def test_each_device_compile_is_its_own_node(mkenv):
+    need_tool("clang-19")
+    env = mkenv(OFFLOAD_ARCHS=["sm_70", "sm_80"])
+    devs = env.OffloadObject("src/b.cpp")[0].attributes.offload_parts["devices"]
+    executors = {id(n.get_executor()) for n in devs.values()}
+    assert len(executors) == 2
+
+
+def _sig(node) -> bytes:
+    return node.get_executor().get_contents()
+
+
+def test_signatures(mkenv):
+    need_tool("clang-19")
+    base = dict(OFFLOAD_ARCHS=["sm_80"])
+
+    def parts(**kw):
+        env = mkenv(**{**base, **kw})
+        return env.OffloadObject("src/b.cpp")[0].attributes.offload_parts
+
+    p0 = parts()
+    host0, dev0, pkg0 = _sig(p0["host"]), _sig(p0["devices"]["sm_80"]), _sig(p0["package"])
+    # The host compile does not depend on the arch list.
+    assert _sig(parts(OFFLOAD_ARCHS=["sm_80", "gfx90a"])["host"]) == host0
+    # Device flags reach device compiles only.
+    p = parts(OFFLOAD_DEVICEFLAGS=["-O3"])
+    assert _sig(p["host"]) == host0 and _sig(p["devices"]["sm_80"]) != dev0
+    # Host flags reach host compiles only.
+    p = parts(OFFLOAD_HOSTFLAGS=["-O3"])
+    assert _sig(p["host"]) != host0 and _sig(p["devices"]["sm_80"]) == dev0
+    # $( $) parts and the launcher are not in any signature.
+    p = parts(OFFLOAD_DEVICEFLAGS=["$(", "-fmessage-length=10", "$)"], OFFLOAD_LAUNCHER="ccache")
+    assert _sig(p["host"]) == host0 and _sig(p["devices"]["sm_80"]) == dev0
+    # The compiler identity is in compile signatures, not in the packager's.
+    assert b"clang version 19" in host0 and b"clang version 19" in dev0
+    assert b"clang version" not in pkg0 and b"offload_tool" in pkg0
+    # Where Python lives is not in the signature (clone/machine independent).
+    assert sys.executable.encode() not in pkg0
+
+
+def test_validation_errors(mkenv):
+    need_tool("clang-19")
+    env = mkenv(OFFLOAD_ARCHS=["sm_80", "gfx9999"])
+    with pytest.raises(SCons.Errors.UserError, match="gfx9999"):
+        env.OffloadObject("src/a.c")
+    env = mkenv(OFFLOAD_ARCHS=["gfx1030:xnack+"])
+    with pytest.raises(SCons.Errors.UserError, match="gfx1030:xnack\\+"):
+        env.OffloadObject("src/a.c")
+    env = mkenv(OFFLOAD_ARCHS=["gfx906", "gfx906:xnack+"])
+    with pytest.raises(SCons.Errors.UserError, match="invalid offload arch combinations"):
+        env.OffloadObject("src/a.c")
+    env = mkenv(OFFLOAD_ARCHS=["sm_80"], OFFLOAD_CUDA_COMPILER="gcc")
+    with pytest.raises(SCons.Errors.UserError, match="OFFLOAD_CUDA_COMPILER"):
+        env.OffloadObject("src/k.cu")
+    env = mkenv(OFFLOAD_ARCHS=["sm_80"], OFFLOAD_CLANG="clang-99")
+    with pytest.raises(SCons.Errors.UserError, match="clang-99.*Debian package clang-19"):
+        env.OffloadObject("src/a.c")
+    env = mkenv(OFFLOAD_ARCHS=["sm_80"])
+    with pytest.raises(SCons.Errors.UserError, match="OFFLOAD_TARGETS"):
+        env.OffloadUnbundle("src/a.c")
+    with pytest.raises(SCons.Errors.UserError, match="2 inputs for 1"):
+        env.OffloadBundle("x.o", ["src/a.c", "src/b.cpp"], OFFLOAD_TARGETS=["host-x86_64-unknown-linux-gnu"])
+    with pytest.raises(SCons.Errors.UserError, match="OFFLOAD_ARCH"):
+        env.OffloadDeviceObject("src/a.c")
+    with pytest.raises(SCons.Errors.UserError, match="cannot be compiled for 'gfx90a'"):
+        env.OffloadDeviceObject("src/k.cu", OFFLOAD_ARCH="gfx90a")
+
+
+def test_generate_is_idempotent_and_keeps_user_settings(mkenv):
+    env = mkenv(OFFLOAD_ARCHS=["sm_80"], OFFLOAD_DEVICECOMSTR="dev $SOURCE", OFFLOAD_HOSTFLAGS=["-O2"])
+    env.Tool("offload", toolpath=[str(SITE_TOOLS)])
+    assert env["OFFLOAD_DEVICECOMSTR"] == "dev $SOURCE"
+    assert list(env["OFFLOAD_HOSTFLAGS"]) == ["-O2"]
+    assert env["OFFLOAD_PACKAGECOMSTR"] == "PACKAGE ${TARGET}"
+    env = mkenv(OFFLOAD_VERBOSE=True)
+    assert env["OFFLOAD_PACKAGECOMSTR"] == ""
+
+
+def test_unbundle_targets(mkenv):
+    env = mkenv()
+    outs = env.OffloadUnbundle("k.bundle.o", OFFLOAD_TARGETS=["host-x86_64-unknown-linux-gnu",
+                                                               "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+"])
+    assert _names(outs) == ["k.bundle-host-x86_64-unknown-linux-gnu.o",
+                            "k.bundle-hipv4-amdgcn-amd-amdhsa--gfx90a_xnack+.o"]
+    assert len({id(t.get_executor()) for t in outs}) == 1   # one action, N outputs
+    outs = env.OffloadUnbundleArchive("libk.a", OFFLOAD_TARGETS=["openmp-amdgcn-amd-amdhsa--gfx90a",
+                                                                  "openmp-nvptx64-nvidia-cuda--sm_80"])
+    assert _names(outs) == ["libk-openmp-amdgcn-amd-amdhsa--gfx90a.a", "libk-openmp-nvptx64-nvidia-cuda--sm_80.a"]
+
+
+ONE_LINER = """
+env = Environment(tools=['default', 'offload'], toolpath=[PyPackageDir('offload_scons')],
+                  OFFLOAD_ARCHS=['sm_80'])
+print('OFFLOAD_CLANG=' + str(env['OFFLOAD_CLANG']))
+print('BUILDER=' + str(env.OffloadObject('a.c')[0]))
+"""
+
+
+def test_pip_one_liner_loads_the_tool(tmp_path):
+    """The documented one-liner for other projects: `offload_scons` is what pyproject maps
+    site_scons/site_tools to. Outside a pip install, a link named offload_scons stands in."""
+    need_tool("clang-19")
+    import importlib.util
+    pkgs = tmp_path / "pkgs"
+    pkgs.mkdir()
+    env = scons_env()
+    if importlib.util.find_spec("offload_scons") is None:
+        os.symlink(SITE_TOOLS, pkgs / "offload_scons")
+        env["PYTHONPATH"] = str(pkgs) + os.pathsep + env["PYTHONPATH"]
+    p = Project(tmp_path / "other")
+    p.write("SConstruct", ONE_LINER)
+    p.write("a.c", "int main(void) { return 0; }\n")
+    # No --site-dir: the project has no site_scons of its own.
+    cp = subprocess.run([sys.executable, "-m", "SCons", "-Q", "-n"], cwd=p.root, capture_output=True, text=True,
+                        env=env)
+    assert cp.returncode == 0, cp.stderr
+    assert "BUILDER=a.o" in cp.stdout and "OFFLOAD_CLANG=clang-19" in cp.stdout
+    assert str(REPO) not in cp.stdout
