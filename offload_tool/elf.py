@@ -1,0 +1,739 @@
+"""Native ELF relocatable-object editing: list, add and remove sections.
+
+Object-file bundles (`__CLANG_OFFLOAD_BUNDLE__<id>` sections) and `.llvm.offloading` embedding
+need what `llvm-objcopy --add-section` / `--remove-section` do, without llvm-objcopy at run time.
+Headers are read and written with declarative `struct` layouts named after the ELF spec's fields;
+32- and 64-bit, little- and big-endian.  Every offset, size and count taken from the file is
+checked before use; bad input raises `ElfError` naming the offset and field at fault.
+
+Editing (add/remove) supports relocatable objects (ET_REL) only, where file offsets of section
+contents carry no meaning beyond "where the bytes are": the writer re-lays the file out
+(ELF header, program headers if any, section contents in their original file order each aligned
+to its `sh_addralign` (capped at 4096 for padding), the new sections, then the section header
+table), as llvm-objcopy does.  Contents of untouched sections are copied verbatim (streamed from
+memoryview slices), so host symbols and relocations stay intact.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import namedtuple
+from dataclasses import dataclass
+from typing import BinaryIO, Callable, Iterable
+
+from .errors import ElfError
+
+__all__ = [
+    "SHT_NULL", "SHT_PROGBITS", "SHT_SYMTAB", "SHT_STRTAB", "SHT_RELA", "SHT_NOBITS", "SHT_REL",
+    "SHT_GROUP", "SHT_SYMTAB_SHNDX", "SHT_LLVM_ADDRSIG", "SHT_LLVM_OFFLOADING", "SHF_EXCLUDE",
+    "SHF_GROUP", "SHF_INFO_LINK", "SHF_LINK_ORDER", "ElfSection", "NewSection", "ElfType",
+    "is_elf", "elf_type", "read_sections", "add_sections", "remove_sections",
+]
+
+ELF_MAGIC = b"\x7fELF"
+ELFCLASS32, ELFCLASS64 = 1, 2
+ELFDATA2LSB, ELFDATA2MSB = 1, 2
+ET_NONE, ET_REL, ET_EXEC, ET_DYN, ET_CORE = 0, 1, 2, 3, 4
+EM_MIPS = 8
+
+SHT_NULL = 0
+SHT_PROGBITS = 1
+SHT_SYMTAB = 2
+SHT_STRTAB = 3
+SHT_RELA = 4
+SHT_NOBITS = 8
+SHT_REL = 9
+SHT_DYNSYM = 11
+SHT_GROUP = 17
+SHT_SYMTAB_SHNDX = 18
+SHT_LLVM_ADDRSIG = 0x6FFF4C03
+SHT_LLVM_OFFLOADING = 0x6FFF4C0B
+
+SHF_INFO_LINK = 0x40
+SHF_LINK_ORDER = 0x80
+SHF_GROUP = 0x200
+SHF_EXCLUDE = 0x80000000
+
+SHN_UNDEF = 0
+SHN_LORESERVE = 0xFF00
+SHN_XINDEX = 0xFFFF
+
+GRP_COMDAT = 1
+
+# Padding to a section's alignment is capped: in ET_REL files the linker takes alignment from
+# sh_addralign, not from the file offset; only table sections need natural (word) alignment.
+_MAX_PAD_ALIGN = 4096
+
+
+# ---------------------------------------------------------------------------------------------
+# Declarative layouts (field names as in the ELF specification)
+# ---------------------------------------------------------------------------------------------
+
+class _Layout:
+    """A named struct layout with one `struct.Struct` per (class, byte order)."""
+
+    def __init__(self, name: str, fields64: list[tuple[str, str]], fields32: list[tuple[str, str]]):
+        self.name = name
+        self.tuple64 = namedtuple(name + "64", [f for f, _ in fields64])
+        self.tuple32 = namedtuple(name + "32", [f for f, _ in fields32])
+        self._structs = {}
+        for cls, fields in ((ELFCLASS64, fields64), (ELFCLASS32, fields32)):
+            for order, prefix in ((ELFDATA2LSB, "<"), (ELFDATA2MSB, ">")):
+                self._structs[cls, order] = struct.Struct(prefix + "".join(t for _, t in fields))
+
+    def struct(self, cls: int, order: int) -> struct.Struct:
+        return self._structs[cls, order]
+
+    def tuple(self, cls: int):
+        return self.tuple64 if cls == ELFCLASS64 else self.tuple32
+
+
+# e_ident (16 bytes) is handled separately; these follow it.
+Elf_Ehdr = _Layout(
+    "Elf_Ehdr",
+    [("e_type", "H"), ("e_machine", "H"), ("e_version", "I"), ("e_entry", "Q"), ("e_phoff", "Q"),
+     ("e_shoff", "Q"), ("e_flags", "I"), ("e_ehsize", "H"), ("e_phentsize", "H"), ("e_phnum", "H"),
+     ("e_shentsize", "H"), ("e_shnum", "H"), ("e_shstrndx", "H")],
+    [("e_type", "H"), ("e_machine", "H"), ("e_version", "I"), ("e_entry", "I"), ("e_phoff", "I"),
+     ("e_shoff", "I"), ("e_flags", "I"), ("e_ehsize", "H"), ("e_phentsize", "H"), ("e_phnum", "H"),
+     ("e_shentsize", "H"), ("e_shnum", "H"), ("e_shstrndx", "H")],
+)
+_SHDR_FIELDS = ["sh_name", "sh_type", "sh_flags", "sh_addr", "sh_offset", "sh_size", "sh_link", "sh_info",
+                "sh_addralign", "sh_entsize"]
+Elf_Shdr = _Layout(
+    "Elf_Shdr",
+    list(zip(_SHDR_FIELDS, "IIQQQQIIQQ")),
+    list(zip(_SHDR_FIELDS, "IIIIIIIIII")),
+)
+Elf_Sym = _Layout(
+    "Elf_Sym",
+    [("st_name", "I"), ("st_info", "B"), ("st_other", "B"), ("st_shndx", "H"), ("st_value", "Q"), ("st_size", "Q")],
+    [("st_name", "I"), ("st_value", "I"), ("st_size", "I"), ("st_info", "B"), ("st_other", "B"), ("st_shndx", "H")],
+)
+Elf_Rel = _Layout("Elf_Rel", [("r_offset", "Q"), ("r_info", "Q")], [("r_offset", "I"), ("r_info", "I")])
+Elf_Rela = _Layout("Elf_Rela", [("r_offset", "Q"), ("r_info", "Q"), ("r_addend", "q")],
+                   [("r_offset", "I"), ("r_info", "I"), ("r_addend", "i")])
+
+_IDENT_SIZE = 16
+
+
+# ---------------------------------------------------------------------------------------------
+# Public data model
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class ElfSection:
+    """One section header with its name resolved and its contents as a slice of the input
+    (empty for SHT_NOBITS).  The trailing fields are the rest of the header, for editors."""
+
+    index: int
+    name: str
+    sh_type: int
+    flags: int
+    offset: int
+    size: int
+    align: int
+    data: memoryview
+    link: int = 0
+    info: int = 0
+    entsize: int = 0
+    addr: int = 0
+    name_offset: int = 0
+
+
+@dataclass
+class NewSection:
+    """A section to add: contents are written verbatim, after all existing section contents."""
+
+    name: str
+    data: bytes | memoryview
+    sh_type: int = SHT_PROGBITS
+    flags: int = SHF_EXCLUDE
+    align: int = 1
+
+
+class ElfType(str):
+    """The ELF file type as a short word (`"rel"`, `"exec"`, `"dyn"`, `"core"`, `"none"`, or
+    `"other:<n>"`).  For callers written against other spellings it also compares equal to the
+    `ET_*` constant name (`"ET_REL"`) and to the numeric `e_type`."""
+
+    e_type: int
+
+    def __new__(cls, e_type: int):
+        word = _ET_WORDS.get(e_type, f"other:{e_type}")
+        self = super().__new__(cls, word)
+        self.e_type = e_type
+        return self
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, bool):
+            return False
+        if isinstance(other, int):
+            return other == self.e_type
+        if isinstance(other, str):
+            return str.__eq__(self, other) or (self.e_type in _ET_NAMES and other == _ET_NAMES[self.e_type])
+        return NotImplemented
+
+    def __ne__(self, other) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = str.__hash__
+
+
+_ET_WORDS = {ET_NONE: "none", ET_REL: "rel", ET_EXEC: "exec", ET_DYN: "dyn", ET_CORE: "core"}
+_ET_NAMES = {ET_NONE: "ET_NONE", ET_REL: "ET_REL", ET_EXEC: "ET_EXEC", ET_DYN: "ET_DYN", ET_CORE: "ET_CORE"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+# ---------------------------------------------------------------------------------------------
+
+def is_elf(buf) -> bool:
+    """True if `buf` starts with the ELF magic (what LLVM's identify_magic checks)."""
+    return len(buf) >= 4 and bytes(buf[:4]) == ELF_MAGIC
+
+
+def elf_type(buf) -> ElfType:
+    """The ELF file type of `buf` (`"rel"` for relocatable objects, see `ElfType`)."""
+    return ElfType(_Elf(buf).ehdr.e_type)
+
+
+def read_sections(buf) -> list[ElfSection]:
+    """All section headers of `buf` in index order (index 0, the null section, included)."""
+    return _Elf(buf).sections
+
+
+class _Elf:
+    """A parsed, validated ELF file: header, section headers, names."""
+
+    def __init__(self, buf):
+        self.buf = buf if isinstance(buf, memoryview) else memoryview(buf)
+        if self.buf.ndim != 1 or self.buf.itemsize != 1:
+            self.buf = self.buf.cast("B")
+        size = len(self.buf)
+        if size < _IDENT_SIZE or bytes(self.buf[:4]) != ELF_MAGIC:
+            raise ElfError("not an ELF file (offset 0: bad magic or file shorter than e_ident)")
+        self.ident = bytes(self.buf[:_IDENT_SIZE])
+        self.cls, self.order = self.ident[4], self.ident[5]
+        if self.cls not in (ELFCLASS32, ELFCLASS64):
+            raise ElfError(f"offset 4: e_ident[EI_CLASS] = {self.cls} is neither ELFCLASS32 nor ELFCLASS64")
+        if self.order not in (ELFDATA2LSB, ELFDATA2MSB):
+            raise ElfError(f"offset 5: e_ident[EI_DATA] = {self.order} is neither ELFDATA2LSB nor ELFDATA2MSB")
+        self.is64 = self.cls == ELFCLASS64
+        self.word = 8 if self.is64 else 4
+        self.ehdr_struct = Elf_Ehdr.struct(self.cls, self.order)
+        self.shdr_struct = Elf_Shdr.struct(self.cls, self.order)
+        self.shdr_tuple = Elf_Shdr.tuple(self.cls)
+        ehdr_end = _IDENT_SIZE + self.ehdr_struct.size
+        if size < ehdr_end:
+            raise ElfError(f"ELF header truncated: file has {size} bytes, the {'64' if self.is64 else '32'}-bit "
+                           f"header needs {ehdr_end}")
+        self.ehdr = Elf_Ehdr.tuple(self.cls)._make(self.ehdr_struct.unpack_from(self.buf, _IDENT_SIZE))
+        self.shnum = 0
+        self.shstrndx = SHN_UNDEF
+        self.shstrtab = b""
+        self.headers = []
+        self.sections = self._read_section_headers()
+
+    def _field_error(self, offset: int, field: str, msg: str) -> ElfError:
+        return ElfError(f"offset {offset:#x}: {field}: {msg}")
+
+    def _shdr_at(self, offset: int):
+        return self.shdr_tuple._make(self.shdr_struct.unpack_from(self.buf, offset))
+
+    def _read_section_headers(self) -> list[ElfSection]:
+        e = self.ehdr
+        size = len(self.buf)
+        eh = _IDENT_SIZE  # field offsets inside the header, for messages
+        # Field offsets, for messages: e_type, e_machine, e_version, e_entry, e_phoff precede e_shoff.
+        off_shoff = eh + 2 + 2 + 4 + self.word * 2
+        off_shentsize = off_shoff + self.word + 4 + 2 + 2 + 2
+        off_shnum = off_shentsize + 2
+        off_shstrndx = off_shnum + 2
+        if e.e_shoff == 0:
+            if e.e_shnum != 0:
+                raise self._field_error(off_shnum, "e_shnum", f"{e.e_shnum} sections but e_shoff is 0")
+            return []
+        if e.e_shentsize != self.shdr_struct.size:
+            raise self._field_error(off_shentsize, "e_shentsize",
+                                    f"{e.e_shentsize}, expected {self.shdr_struct.size}")
+        if e.e_shoff > size or e.e_shoff + self.shdr_struct.size > size:
+            raise self._field_error(off_shoff, "e_shoff", f"section header table at {e.e_shoff:#x} lies past "
+                                    f"the end of the file ({size:#x} bytes)")
+        shnum = e.e_shnum
+        first = self._shdr_at(e.e_shoff)
+        if shnum == 0:
+            shnum = first.sh_size  # extended numbering: the count lives in section 0
+            if shnum == 0:
+                return []
+        table_end = e.e_shoff + shnum * self.shdr_struct.size
+        if table_end > size:
+            raise self._field_error(off_shnum, "e_shnum", f"{shnum} section headers at {e.e_shoff:#x} run past "
+                                    f"the end of the file ({size:#x} bytes)")
+        shstrndx = e.e_shstrndx
+        if shstrndx == SHN_XINDEX:
+            shstrndx = first.sh_link
+        if shstrndx >= shnum:
+            raise self._field_error(off_shstrndx, "e_shstrndx", f"{shstrndx} is not a section index "
+                                    f"(there are {shnum} sections)")
+        self.shnum = shnum
+        self.shstrndx = shstrndx
+        headers = []
+        for i in range(shnum):
+            hoff = e.e_shoff + i * self.shdr_struct.size
+            h = self._shdr_at(hoff)
+            if h.sh_type != SHT_NOBITS and h.sh_size:
+                if h.sh_offset > size or h.sh_size > size - h.sh_offset:
+                    raise ElfError(f"section {i} (header at {hoff:#x}): sh_offset {h.sh_offset:#x} + sh_size "
+                                   f"{h.sh_size:#x} lies past the end of the file ({size:#x} bytes)")
+            if h.sh_addralign > 1 and h.sh_addralign & (h.sh_addralign - 1):
+                raise ElfError(f"section {i} (header at {hoff:#x}): sh_addralign {h.sh_addralign} is not a power of 2")
+            headers.append(h)
+        names = b""
+        if shstrndx != SHN_UNDEF:
+            sh = headers[shstrndx]
+            if sh.sh_type == SHT_NOBITS:
+                raise self._field_error(off_shstrndx, "e_shstrndx", f"section {shstrndx} holding the section "
+                                        f"names is SHT_NOBITS")
+            names = bytes(self.buf[sh.sh_offset:sh.sh_offset + sh.sh_size])
+        self.shstrtab = names
+        sections = []
+        for i, h in enumerate(headers):
+            if shstrndx == SHN_UNDEF or (i == 0 and h.sh_name == 0):
+                name = ""
+            else:
+                if h.sh_name >= len(names):
+                    raise ElfError(f"section {i} (header at {e.e_shoff + i * self.shdr_struct.size:#x}): sh_name "
+                                   f"{h.sh_name:#x} lies outside the section name table ({len(names)} bytes)")
+                end = names.find(b"\0", h.sh_name)
+                if end < 0:
+                    raise ElfError(f"section {i}: sh_name {h.sh_name:#x}: name is not NUL-terminated in the "
+                                   f"section name table")
+                name = names[h.sh_name:end].decode("utf-8", "surrogateescape")
+            if h.sh_type == SHT_NOBITS:
+                data = self.buf[0:0]
+            else:
+                data = self.buf[h.sh_offset:h.sh_offset + h.sh_size]
+            sections.append(ElfSection(i, name, h.sh_type, h.sh_flags, h.sh_offset, h.sh_size, h.sh_addralign,
+                                       data, h.sh_link, h.sh_info, h.sh_entsize, h.sh_addr, h.sh_name))
+        self.headers = headers
+        return sections
+
+    def require_rel(self, what: str) -> None:
+        if self.ehdr.e_type != ET_REL:
+            raise ElfError(f"cannot {what}: only relocatable objects (ET_REL) can be edited, this file is "
+                           f"{elf_word(self.ehdr.e_type)}")
+        if not self.sections:
+            raise ElfError(f"cannot {what}: the object has no section header table")
+        if self.ehdr.e_phnum:
+            ph_end = self.ehdr.e_phoff + self.ehdr.e_phnum * self.ehdr.e_phentsize
+            if self.ehdr.e_phoff > len(self.buf) or ph_end > len(self.buf):
+                raise ElfError(f"e_phoff {self.ehdr.e_phoff:#x}: program header table lies past the end of the file")
+
+
+def elf_word(e_type: int) -> str:
+    return str(ElfType(e_type))
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class _OutSection:
+    """A section of the output: its header fields and where its contents come from."""
+
+    name_offset: int
+    sh_type: int
+    flags: int
+    addr: int
+    link: int
+    info: int
+    align: int
+    entsize: int
+    data: bytes | memoryview
+    size: int           # sh_size (for NOBITS not the data length)
+    order: tuple        # file-layout sort key
+
+
+def _as_bytes_view(data) -> memoryview:
+    mv = data if isinstance(data, memoryview) else memoryview(data)
+    if mv.ndim != 1 or mv.itemsize != 1:
+        mv = mv.cast("B")
+    return mv
+
+
+def _pad_align(sec: _OutSection, word: int) -> int:
+    align = max(1, min(sec.align, _MAX_PAD_ALIGN))
+    if sec.sh_type in (SHT_SYMTAB, SHT_DYNSYM, SHT_REL, SHT_RELA, SHT_GROUP, SHT_SYMTAB_SHNDX):
+        align = max(align, word if sec.sh_type in (SHT_SYMTAB, SHT_DYNSYM, SHT_REL, SHT_RELA) else 4)
+    return align
+
+
+def _write_elf(elf: _Elf, sections: list[_OutSection], shstrndx: int, out: BinaryIO) -> None:
+    """Lay out and write an ET_REL file: header, program headers, contents, section header table."""
+    e = elf.ehdr
+    word = elf.word
+    ehsize = max(e.e_ehsize, _IDENT_SIZE + elf.ehdr_struct.size)
+    if ehsize > len(elf.buf):
+        ehsize = _IDENT_SIZE + elf.ehdr_struct.size
+    pos = ehsize
+    phoff = e.e_phoff
+    ph_bytes = b""
+    if e.e_phnum:
+        ph_bytes = elf.buf[e.e_phoff:e.e_phoff + e.e_phnum * e.e_phentsize]
+        pos = _align(pos, word)
+        phoff = pos
+        pos += len(ph_bytes)
+    # Contents in layout order.
+    offsets = [0] * len(sections)
+    order = sorted(range(1, len(sections)), key=lambda i: sections[i].order)
+    plan = []
+    for i in order:
+        sec = sections[i]
+        pos = _align(pos, _pad_align(sec, word))
+        offsets[i] = pos
+        if sec.sh_type != SHT_NOBITS:
+            plan.append((pos, sec.data))
+            pos += len(sec.data)
+    shoff = _align(pos, word)
+    shnum = len(sections)
+    # Extended numbering lives in section 0 (ELF gABI): count in sh_size, shstrndx in sh_link.
+    s0 = sections[0]
+    s0_size = shnum if shnum >= SHN_LORESERVE else 0
+    s0_link = shstrndx if shstrndx >= SHN_LORESERVE else 0
+    e_shnum = 0 if shnum >= SHN_LORESERVE else shnum
+    e_shstrndx = SHN_XINDEX if shstrndx >= SHN_LORESERVE else shstrndx
+
+    hdr = e._replace(e_phoff=phoff if e.e_phnum else e.e_phoff, e_shoff=shoff, e_shnum=e_shnum,
+                     e_shstrndx=e_shstrndx, e_shentsize=elf.shdr_struct.size)
+    written = 0
+
+    def emit(chunk) -> None:
+        nonlocal written
+        if len(chunk):
+            out.write(chunk)
+            written += len(chunk)
+
+    emit(elf.ident)
+    emit(elf.ehdr_struct.pack(*hdr))
+    emit(elf.buf[_IDENT_SIZE + elf.ehdr_struct.size:ehsize])
+    if e.e_phnum:
+        emit(b"\0" * (phoff - written))
+        emit(ph_bytes)
+    for off, data in plan:
+        if off > written:
+            emit(b"\0" * (off - written))
+        emit(data)
+    emit(b"\0" * (shoff - written))
+    pack = elf.shdr_struct.pack
+    table = bytearray()
+    for i, sec in enumerate(sections):
+        if i == 0:
+            table += pack(s0.name_offset, s0.sh_type, s0.flags, s0.addr, 0, s0_size, s0_link, s0.info,
+                          s0.align, s0.entsize)
+        else:
+            table += pack(sec.name_offset, sec.sh_type, sec.flags, sec.addr, offsets[i], sec.size, sec.link,
+                          sec.info, sec.align, sec.entsize)
+        if len(table) >= 1 << 16:
+            emit(table)
+            table = bytearray()
+    emit(table)
+
+
+def _align(value: int, align: int) -> int:
+    return (value + align - 1) // align * align if align > 1 else value
+
+
+def _existing(sec: ElfSection) -> _OutSection:
+    return _OutSection(sec.name_offset, sec.sh_type, sec.flags, sec.addr, sec.link, sec.info, sec.align,
+                       sec.entsize, sec.data, sec.size, (0, sec.offset, sec.index))
+
+
+def add_sections(buf, sections: list[NewSection], out: BinaryIO) -> None:
+    """Write `buf` (an ET_REL object) with `sections` appended to `out`.
+
+    New section headers follow the existing ones (in the order given), their contents follow all
+    existing contents, and their names are appended to the section name table; every other
+    section keeps its index, header fields and bytes, so symbols and relocations are untouched.
+    This is what `llvm-objcopy --add-section=N=F --set-section-flags=N=...` produces."""
+    elf = _Elf(buf)
+    elf.require_rel("add sections")
+    new_names = []
+    for s in sections:
+        if not isinstance(s.name, str) or not s.name:
+            raise ElfError("cannot add a section without a name")
+        raw = s.name.encode("utf-8", "surrogateescape")
+        if b"\0" in raw:
+            raise ElfError(f"section name {s.name!r} contains a NUL byte")
+        if s.align < 0 or (s.align > 1 and s.align & (s.align - 1)):
+            raise ElfError(f"section {s.name!r}: alignment {s.align} is not a power of 2")
+        if s.sh_type == SHT_NOBITS:
+            raise ElfError(f"section {s.name!r}: cannot add SHT_NOBITS sections with contents")
+        new_names.append(raw)
+    out_secs = [_existing(s) for s in elf.sections]
+    shstrndx = elf.shstrndx
+    if shstrndx == SHN_UNDEF:
+        # No section name table yet: create one (name at offset 1, after the leading NUL).
+        names = bytearray(b"\0.shstrtab\0")
+        shstrndx = len(out_secs)
+        out_secs.append(_OutSection(1, SHT_STRTAB, 0, 0, 0, 0, 1, 0, b"", 0, (1, 1 << 62, 0)))
+    else:
+        names = bytearray(elf.shstrtab)
+        if names and names[-1] != 0:
+            names += b"\0"
+    for raw, s in zip(new_names, sections):
+        name_offset = len(names)
+        names += raw + b"\0"
+        data = _as_bytes_view(s.data)
+        out_secs.append(_OutSection(name_offset, s.sh_type, s.flags, 0, 0, 0, max(s.align, 0), 0, data,
+                                    len(data), (1, len(out_secs), 0)))
+    strtab = out_secs[shstrndx]
+    strtab.data = bytes(names)
+    strtab.size = len(names)
+    _write_elf(elf, out_secs, shstrndx, out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Removing
+# ---------------------------------------------------------------------------------------------
+
+def _uleb(data: bytes, pos: int, where: str) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= len(data):
+            raise ElfError(f"{where}: truncated ULEB128 at offset {pos:#x}")
+        b = data[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 63:
+            raise ElfError(f"{where}: ULEB128 at offset {pos:#x} is too long")
+
+
+def _enc_uleb(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _is_reloc(sec: ElfSection) -> bool:
+    return sec.sh_type in (SHT_REL, SHT_RELA)
+
+
+def _group_members(elf: _Elf, sec: ElfSection) -> tuple[int, list[int]]:
+    if sec.size % 4 or sec.size < 4:
+        raise ElfError(f"group section {sec.index} '{sec.name}' at {sec.offset:#x}: sh_size {sec.size} is not a "
+                       f"positive multiple of 4")
+    fmt = ("<" if elf.order == ELFDATA2LSB else ">") + f"{sec.size // 4}I"
+    words = struct.unpack(fmt, sec.data)
+    for m in words[1:]:
+        if m == 0 or m >= elf.shnum:
+            raise ElfError(f"group section {sec.index} '{sec.name}' at {sec.offset:#x}: member {m} is not a "
+                           f"section index")
+    return words[0], list(words[1:])
+
+
+def remove_sections(buf, predicate: Callable[[ElfSection], bool], out: BinaryIO) -> None:
+    """Write `buf` (an ET_REL object) without the sections for which `predicate` is true.
+
+    As llvm-objcopy --remove-section does, this also removes the relocation sections of removed
+    sections, sections whose SHF_LINK_ORDER partner is removed, and groups left without members;
+    symbols defined in removed sections are dropped (an error if a kept relocation uses one);
+    section indices in headers (sh_link/sh_info), symbols (st_shndx, SHT_SYMTAB_SHNDX) and groups,
+    and symbol indices in relocations, groups and `.llvm_addrsig` are renumbered."""
+    elf = _Elf(buf)
+    elf.require_rel("remove sections")
+    secs = elf.sections
+    n = len(secs)
+    removed = set()
+    for s in secs[1:]:
+        if predicate(s):
+            if s.index == elf.shstrndx:
+                raise ElfError(f"cannot remove section {s.index} '{s.name}': it holds the section names")
+            removed.add(s.index)
+    if not removed:
+        _write_elf(elf, [_existing(s) for s in secs], elf.shstrndx, out)
+        return
+    groups = {s.index: _group_members(elf, s) for s in secs if s.sh_type == SHT_GROUP}
+    # Cascade: relocations of removed sections, SHF_LINK_ORDER partners, emptied groups.
+    changed = True
+    while changed:
+        changed = False
+        for s in secs[1:]:
+            if s.index in removed:
+                continue
+            if ((_is_reloc(s) or s.flags & SHF_INFO_LINK) and s.info in removed) or \
+                    (s.flags & SHF_LINK_ORDER and s.link in removed) or \
+                    (s.index in groups and all(m in removed for m in groups[s.index][1])):
+                if s.index == elf.shstrndx:
+                    raise ElfError(f"cannot remove section {s.index} '{s.name}': it holds the section names")
+                removed.add(s.index)
+                changed = True
+    for s in secs[1:]:
+        if s.index not in removed and s.link in removed and s.link != 0:
+            raise ElfError(f"cannot remove section {s.link} '{secs[s.link].name}': section {s.index} "
+                           f"'{s.name}' links to it")
+    new_index = {}
+    for s in secs:
+        if s.index not in removed:
+            new_index[s.index] = len(new_index)
+
+    def map_index(old: int, where: str) -> int:
+        if old == 0:
+            return 0
+        try:
+            return new_index[old]
+        except KeyError:
+            raise ElfError(f"{where} refers to removed section {old} '{secs[old].name}'") from None
+
+    out_secs = [_existing(s) for s in secs if s.index not in removed]
+    by_old = {s.index: out_secs[new_index[s.index]] for s in secs if s.index not in removed}
+    # Symbol tables: drop symbols of removed sections, renumber st_shndx.
+    sym_maps: dict[int, dict[int, int] | None] = {}
+    shndx_of = {}
+    for s in secs:
+        if s.sh_type == SHT_SYMTAB_SHNDX and s.link < n:
+            shndx_of[s.link] = s
+    for s in secs:
+        if s.sh_type not in (SHT_SYMTAB, SHT_DYNSYM) or s.index in removed:
+            continue
+        sym_maps[s.index] = _rewrite_symtab(elf, s, shndx_of.get(s.index), removed, new_index, by_old)
+    # Other sections that carry section or symbol indices.
+    for s in secs[1:]:
+        if s.index in removed:
+            continue
+        o = by_old[s.index]
+        if s.link:
+            o.link = map_index(s.link, f"section {s.index} '{s.name}' sh_link")
+        if _is_reloc(s) or (s.flags & SHF_INFO_LINK and s.sh_type not in (SHT_SYMTAB, SHT_DYNSYM, SHT_GROUP)):
+            if s.info:
+                o.info = map_index(s.info, f"section {s.index} '{s.name}' sh_info")
+        smap = sym_maps.get(s.link)
+        if _is_reloc(s) and smap is not None:
+            o.data = _rewrite_relocs(elf, s, smap, secs)
+        elif s.sh_type == SHT_GROUP:
+            flags, members = groups[s.index]
+            kept = [new_index[m] for m in members if m not in removed]
+            fmt = ("<" if elf.order == ELFDATA2LSB else ">") + f"{1 + len(kept)}I"
+            o.data = struct.pack(fmt, flags, *kept)
+            o.size = len(o.data)
+            if smap is not None:
+                if s.info not in smap:
+                    raise ElfError(f"group section {s.index} '{s.name}': its signature symbol {s.info} is "
+                                   f"defined in a removed section")
+                o.info = smap[s.info]
+        elif s.sh_type == SHT_LLVM_ADDRSIG and smap is not None:
+            o.data = _rewrite_addrsig(s, smap)
+            o.size = len(o.data)
+    # Members of a removed group are no longer in a group.
+    for g, (_, members) in groups.items():
+        if g in removed:
+            for m in members:
+                if m in by_old:
+                    by_old[m].flags &= ~SHF_GROUP
+    _write_elf(elf, out_secs, new_index[elf.shstrndx] if elf.shstrndx else 0, out)
+
+
+def _rewrite_symtab(elf: _Elf, s: ElfSection, shndx_sec: ElfSection | None, removed: set[int],
+                    new_index: dict[int, int], by_old: dict) -> dict[int, int] | None:
+    """Rewrite a symbol table in place in `by_old`; return the old->new symbol index map, or None
+    when no symbol was dropped (indices unchanged)."""
+    st = Elf_Sym.struct(elf.cls, elf.order)
+    tup = Elf_Sym.tuple(elf.cls)
+    where = f"symbol table {s.index} '{s.name}' at {s.offset:#x}"
+    if s.size % st.size:
+        raise ElfError(f"{where}: sh_size {s.size} is not a multiple of the symbol size {st.size}")
+    count = s.size // st.size
+    xfmt = "<I" if elf.order == ELFDATA2LSB else ">I"
+    if shndx_sec is not None and shndx_sec.size < count * 4:
+        raise ElfError(f"section {shndx_sec.index} '{shndx_sec.name}': SHT_SYMTAB_SHNDX has {shndx_sec.size // 4} "
+                       f"entries for {count} symbols")
+    if s.info > count:
+        raise ElfError(f"{where}: sh_info {s.info} (first global symbol) exceeds the {count} symbols")
+    out = bytearray()
+    xout = bytearray()
+    smap: dict[int, int] = {}
+    locals_kept = 0
+    dropped = False
+    for i in range(count):
+        sym = tup._make(st.unpack_from(s.data, i * st.size))
+        shndx = sym.st_shndx
+        ext = struct.unpack_from(xfmt, shndx_sec.data, i * 4)[0] if shndx_sec is not None else 0
+        target = ext if shndx == SHN_XINDEX else (shndx if 0 < shndx < SHN_LORESERVE else None)
+        if i > 0 and target is not None:
+            if target in removed:
+                dropped = True
+                continue
+            if target not in new_index:
+                raise ElfError(f"{where}: symbol {i}: st_shndx {target} is not a section index")
+            mapped = new_index[target]
+            if shndx == SHN_XINDEX:
+                ext = mapped
+            elif mapped >= SHN_LORESERVE:
+                raise ElfError(f"{where}: symbol {i}: renumbered section index {mapped} needs SHT_SYMTAB_SHNDX")
+            else:
+                sym = sym._replace(st_shndx=mapped)
+        smap[i] = len(smap)
+        if i < s.info:
+            locals_kept += 1
+        out += st.pack(*sym)
+        if shndx_sec is not None:
+            xout += struct.pack(xfmt, ext)
+    o = by_old[s.index]
+    o.data = bytes(out)
+    o.size = len(out)
+    o.info = locals_kept
+    if shndx_sec is not None and shndx_sec.index in by_old:
+        x = by_old[shndx_sec.index]
+        x.data = bytes(xout)
+        x.size = len(xout)
+    return smap if dropped else None
+
+
+def _rewrite_relocs(elf: _Elf, s: ElfSection, smap: dict[int, int], secs: list[ElfSection]) -> bytes:
+    layout = Elf_Rela if s.sh_type == SHT_RELA else Elf_Rel
+    st = layout.struct(elf.cls, elf.order)
+    where = f"relocation section {s.index} '{s.name}' at {s.offset:#x}"
+    if s.size % st.size:
+        raise ElfError(f"{where}: sh_size {s.size} is not a multiple of the entry size {st.size}")
+    if elf.is64 and elf.ehdr.e_machine == EM_MIPS:
+        raise ElfError(f"{where}: renumbering MIPS64 relocations is not supported")
+    shift, mask = (32, 0xFFFFFFFF) if elf.is64 else (8, 0xFF)
+    out = bytearray()
+    for i in range(s.size // st.size):
+        fields = list(st.unpack_from(s.data, i * st.size))
+        info = fields[1]
+        sym = info >> shift
+        if sym:
+            if sym not in smap:
+                raise ElfError(f"{where}: relocation {i} uses symbol {sym}, which is defined in a removed section")
+            fields[1] = (smap[sym] << shift) | (info & mask)
+        out += st.pack(*fields)
+    return bytes(out)
+
+
+def _rewrite_addrsig(s: ElfSection, smap: dict[int, int]) -> bytes:
+    data = bytes(s.data)
+    pos = 0
+    out = bytearray()
+    where = f"section {s.index} '{s.name}'"
+    while pos < len(data):
+        sym, pos = _uleb(data, pos, where)
+        if sym in smap:
+            out += _enc_uleb(smap[sym])
+    return bytes(out)
+
+
+def section_names(sections: Iterable[ElfSection]) -> list[str]:
+    """Names of `sections` (a convenience for messages and tests)."""
+    return [s.name for s in sections]
