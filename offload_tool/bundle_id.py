@@ -115,7 +115,10 @@ def parse_bundle_entry_id(raw: str) -> BundleEntryID:
 
 
 def _as_id(value: "str | BundleEntryID") -> BundleEntryID:
-    return value if isinstance(value, BundleEntryID) else parse_bundle_entry_id(value)
+    """The matching reading of an entry ID or a standardized target.  A `BundleEntryID` is re-read from its
+    string, which undoes LLVM 19's host quirk (`standardize("host-...-gnu-")` has the whole string as its
+    target ID) and splits `gfx10-3-generic` correctly."""
+    return parse_bundle_entry_id(value if isinstance(value, str) else str(value))
 
 
 def is_offload_kind_compatible(code_object_kind: str, target_kind: str, *,
@@ -130,15 +133,21 @@ def is_offload_kind_compatible(code_object_kind: str, target_kind: str, *,
 
 
 def is_code_object_compatible(code_object: "str | BundleEntryID", target: "str | BundleEntryID", *,
-                              hip_openmp_compatible: bool = False) -> bool:
+                              hip_openmp_compatible: bool = False, llvm_version: int = 19) -> bool:
     """`isCodeObjectCompatible(CodeObject, Target)` (LLVM 19): may the entry `code_object` be extracted for
     the requested `target`?
 
     An exact match (same kind, `isCompatibleWith` triples, same target-ID text) is compatible.  Otherwise
     kinds and triples must be compatible, both target IDs must parse with `clang::parseTargetID` (aliases
-    canonicalised, features checked against the LLVM 19 table) to the same processor, and every feature the
-    code object pins must be pinned to the same value by the target (a feature it leaves out is Any).
-    Strings are read with `parse_bundle_entry_id`."""
+    canonicalised, features checked against the `llvm_version` table) to the same processor, and every
+    feature the code object pins must be pinned to the same value by the target (a feature it leaves out is
+    Any).  Both sides are read with `parse_bundle_entry_id`.
+
+    Deliberate differences from LLVM 19, which re-parses both IDs with its `OffloadTargetInfo` constructor:
+    entries without a trailing empty field (hipcc's `host-x86_64-unknown-linux`, old
+    `host-x86_64-unknown-linux-gnu`) match the host target they name, where 19 reports "Can't find
+    bundles"; and a target given already standardized (`host-x86_64-unknown-linux-gnu-`) matches its
+    entry, where 19 standardizes it a second time into an ID that matches nothing."""
     co, tg = _as_id(code_object), _as_id(target)
     triples_ok = is_compatible_with(co.triple, tg.triple)
     if co.kind == tg.kind and triples_ok and co.target_id == tg.target_id:
@@ -147,8 +156,8 @@ def is_code_object_compatible(code_object: "str | BundleEntryID", target: "str |
                                                         hip_openmp_compatible=hip_openmp_compatible):
         return False
     try:
-        co_tid = parse_target_id(co.target_id, co.triple, 19)
-        tg_tid = parse_target_id(tg.target_id, tg.triple, 19)
+        co_tid = parse_target_id(co.target_id, co.triple, llvm_version)
+        tg_tid = parse_target_id(tg.target_id, tg.triple, llvm_version)
     except TargetIDError:
         return False
     if co_tid.processor != tg_tid.processor:

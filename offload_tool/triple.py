@@ -65,6 +65,8 @@ _add("tcele", "tcele")
 _add("xcore", "xcore")
 _add("nvptx", "nvptx")
 _add("nvptx64", "nvptx64")
+_add("le32", "le32")  # still accepted by 19 (removed later)
+_add("le64", "le64")
 _add("amdil", "amdil")
 _add("amdil64", "amdil64")
 _add("hsail", "hsail")
@@ -95,8 +97,8 @@ KNOWN_ARCHS: frozenset[str] = frozenset(_ARCH_NAMES)
 
 # ARM::parseArch sub-architecture spellings (after the arm/thumb/aarch64 prefix and the endian suffix).
 _ARM_SUBARCH = re.compile(
-    r"v(?:4t?|5te?j?|5t|6(?:k|t2|kz|-?m|j)?|7(?:-?[arm]|e-?m|ve|s|k|l|hl)?|"
-    r"8(?:\.[1-9])?(?:-?[ar])?|8-?m\.(?:base|main)|8\.1-?m\.main|9(?:\.[1-6])?(?:-?a)?)"
+    r"v(?:2a?|3m?|4t?|5t?e?j?|6(?:k|t2|kz|-?m|j)?|7(?:-?[arm]|e-?m|ve|s|k|l|hl)?|"
+    r"8(?:\.(?:[1-9]|10))?(?:-?[ar])?|8-?m\.(?:base|main)|8\.1-?m\.main|9(?:\.[1-6])?(?:-?a)?)"
 )
 _ARM_PREFIX = re.compile(r"^(arm|thumb|aarch64)(eb|_be)?(.*?)(eb)?$")
 
@@ -123,6 +125,8 @@ def _parse_arm_arch(arch: str) -> str | None:
     if sub and not _ARM_SUBARCH.fullmatch(sub):
         return None
     if isa == "aarch64":
+        if post_eb or pre_eb == "eb":
+            return None
         if sub and not sub.startswith(("v8", "v9")):
             return None
         return "aarch64_be" if big else "aarch64"
