@@ -1,24 +1,233 @@
 """Binary (`__CLANG_OFFLOAD_BUNDLE__`) and text clang offload bundles: read and write.
 
-Layouts per llvm-formats.md §1/§2; writers reproduce clang-offload-bundler 19's bytes."""
+Layouts per llvm-formats.md §1 (binary) and §2 (text); the writers reproduce clang-offload-bundler
+19's bytes. Readers return payloads as memoryview slices of the input (no copies) and, unlike LLVM
+19 (which silently stops, or crashes, on a damaged header), reject truncated or out-of-range headers
+with a `BundleFormatError` naming the offset and field."""
 
 from __future__ import annotations
 
+import re
+import struct
 from dataclasses import dataclass
+from typing import BinaryIO, Iterable, Sequence
 
-__all__ = ["BundleEntry"]
+from .errors import BundleFormatError, UsageError
+
+__all__ = [
+    "BundleEntry", "BINARY_MAGIC", "TEXT_COMMENTS", "BINARY_TYPES", "is_binary_bundle", "read_binary_bundle",
+    "binary_bundle_layout", "write_binary_bundle", "read_text_bundle", "write_text_bundle", "text_comment",
+    "stringmap_entries",
+]
+
+BINARY_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
+
+#: `-type` values handled by the text handler, and their line-comment string.
+TEXT_COMMENTS = {"i": b"//", "ii": b"//", "cui": b"//", "hipi": b"//", "d": b"#", "s": b"#", "ll": b";"}
+#: `-type` values that always use the binary handler (`o` and `a` fall back to it for non-objects).
+BINARY_TYPES = ("bc", "gch", "ast")
+
+# Binary header: magic, u64 NumberOfBundles; per entry u64 Offset, u64 Size, u64 IdLength, Id bytes.
+_HEADER = struct.Struct("<24sQ")
+_ENTRY = struct.Struct("<QQQ")
+
+# IDs are bytes in the file; surrogateescape keeps any byte sequence round-trippable through str.
+_ID_ENCODING = ("utf-8", "surrogateescape")
 
 
 @dataclass
 class BundleEntry:
     """One entry of a bundle: its bundle entry ID and payload (often a memoryview slice of the input).
 
-    `offset` is the payload's offset in the bundle file it was read from (0 when not read from one)."""
+    `offset` is the payload's offset in the bundle it was read from (0 when not read from one)."""
 
     bundle_entry_id: str
-    data: bytes | memoryview
+    data: bytes | bytearray | memoryview
     offset: int = 0
 
     @property
     def size(self) -> int:
-        return len(self.data) if not isinstance(self.data, memoryview) else self.data.nbytes
+        return memoryview(self.data).nbytes
+
+
+def _nbytes(data) -> int:
+    return data.nbytes if isinstance(data, memoryview) else len(data)
+
+
+def _id_bytes(bundle_entry_id: str) -> bytes:
+    return bundle_entry_id.encode(*_ID_ENCODING)
+
+
+# --- binary bundles ---------------------------------------------------------------------------------
+
+
+def is_binary_bundle(buf) -> bool:
+    """LLVM's `identify_magic(...) == offload_bundle`: at least 25 bytes starting with the magic."""
+    return len(buf) >= len(BINARY_MAGIC) + 1 and bytes(buf[: len(BINARY_MAGIC)]) == BINARY_MAGIC
+
+
+def read_binary_bundle(buf) -> list[BundleEntry]:
+    """All entries of a binary bundle, in file order (duplicates kept; see `stringmap_entries`).
+
+    A buffer without the magic has no entries (as in LLVM). Truncated headers, payloads past the end
+    and impossible entry counts raise `BundleFormatError`."""
+    view = memoryview(buf).cast("B")
+    size = view.nbytes
+    if not is_binary_bundle(view):
+        return []
+    if size < _HEADER.size:
+        raise BundleFormatError(f"bundle header truncated: file has {size} bytes, NumberOfBundles at offset 24 "
+                                f"needs {_HEADER.size}")
+    _, count = _HEADER.unpack_from(view, 0)
+    pos = _HEADER.size
+    if count > (size - pos) // _ENTRY.size:
+        raise BundleFormatError(f"bundle header at offset 24: NumberOfBundles {count} cannot fit in a "
+                                f"{size}-byte file")
+    entries: list[BundleEntry] = []
+    for index in range(count):
+        if pos + _ENTRY.size > size:
+            raise BundleFormatError(f"bundle entry {index} at offset {pos}: header truncated")
+        offset, length, id_len = _ENTRY.unpack_from(view, pos)
+        pos += _ENTRY.size
+        if id_len > size - pos:
+            raise BundleFormatError(f"bundle entry {index} at offset {pos - 8}: IdLength {id_len} runs past the "
+                                    f"end of the {size}-byte file")
+        entry_id = bytes(view[pos:pos + id_len]).decode(*_ID_ENCODING)
+        pos += id_len
+        if offset == 0 or offset > size or length > size - offset:
+            raise BundleFormatError(f"bundle entry {index} ('{entry_id}'): payload Offset {offset} Size {length} "
+                                    f"is outside the {size}-byte file")
+        entries.append(BundleEntry(entry_id, view[offset:offset + length], offset))
+    return entries
+
+
+def stringmap_entries(entries: Sequence[BundleEntry]) -> list[BundleEntry]:
+    """Entries as LLVM 19's binary handler iterates them: StringMap order, a duplicate ID keeping the last
+    payload (StringMap assignment)."""
+    from .stringmap import StringMap
+
+    m: StringMap[BundleEntry] = StringMap()
+    for e in entries:
+        m[e.bundle_entry_id] = e
+    return [e for _, e in m.items()]
+
+
+def _align_to(value: int, align: int) -> int:
+    return (value + align - 1) // align * align
+
+
+def binary_bundle_layout(ids: Sequence[str], sizes: Sequence[int], bundle_align: int = 1) -> tuple[bytes, list[int]]:
+    """The header bytes and payload offsets of a binary bundle (`WriteHeader`): payloads in `ids` order,
+    each at the next multiple of `bundle_align`."""
+    if bundle_align < 1:
+        raise UsageError(f"invalid -bundle-align value {bundle_align}: must be at least 1")
+    encoded = [_id_bytes(i) for i in ids]
+    header_size = _HEADER.size + sum(_ENTRY.size + len(e) for e in encoded)
+    offsets: list[int] = []
+    pos = header_size
+    for size in sizes:
+        pos = _align_to(pos, bundle_align)
+        offsets.append(pos)
+        pos += size
+    parts = [_HEADER.pack(BINARY_MAGIC, len(encoded))]
+    for e, off, size in zip(encoded, offsets, sizes):
+        parts.append(_ENTRY.pack(off, size, len(e)))
+        parts.append(e)
+    return b"".join(parts), offsets
+
+
+def _binary_chunks(entries: Sequence[BundleEntry], bundle_align: int):
+    header, offsets = binary_bundle_layout([e.bundle_entry_id for e in entries], [_nbytes(e.data) for e in entries],
+                                           bundle_align)
+    yield header
+    pos = len(header)
+    for e, off in zip(entries, offsets):
+        if off > pos:
+            yield bytes(off - pos)
+        yield e.data
+        pos = off + _nbytes(e.data)
+
+
+def write_binary_bundle(entries: Sequence[BundleEntry], out: BinaryIO, bundle_align: int = 1) -> int:
+    """Stream a binary bundle of `entries` (in the given order) to `out`; returns the bytes written."""
+    total = 0
+    for chunk in _binary_chunks(entries, bundle_align):
+        out.write(chunk)
+        total += _nbytes(chunk)
+    return total
+
+
+# --- text bundles -----------------------------------------------------------------------------------
+
+
+def text_comment(files_type: str) -> bytes:
+    """The comment string of a text `-type`."""
+    try:
+        return TEXT_COMMENTS[files_type]
+    except KeyError:
+        raise UsageError(f"'{files_type}': invalid file type specified") from None
+
+
+def _markers(comment: bytes) -> tuple[bytes, bytes]:
+    start = b"\n" + comment + b" " + BINARY_MAGIC + b"__START__ "
+    end = b"\n" + comment + b" " + BINARY_MAGIC + b"__END__ "
+    return start, end
+
+
+def read_text_bundle(buf, files_type: str) -> list[BundleEntry]:
+    """Entries of a text bundle in file order (`TextFileHandler`): a payload runs from after its START line
+    to the next END marker. No START marker means no entries; a START without an END is an error."""
+    start, end = _markers(text_comment(files_type))
+    view = memoryview(buf).cast("B")
+    start_re, end_re = re.compile(re.escape(start)), re.compile(re.escape(end))
+    entries: list[BundleEntry] = []
+    pos = 0
+    while True:
+        m = start_re.search(view, pos)
+        if m is None:
+            return entries
+        id_start = m.end()
+        nl = _find_newline(view, id_start)
+        if nl < 0:
+            raise BundleFormatError(f"text bundle: START marker at offset {m.start()} has no end of line")
+        entry_id = bytes(view[id_start:nl]).decode(*_ID_ENCODING)
+        payload_start = nl + 1
+        e = end_re.search(view, payload_start)
+        if e is None:
+            raise BundleFormatError(f"text bundle: entry '{entry_id}' at offset {m.start()} has no END marker")
+        entries.append(BundleEntry(entry_id, view[payload_start:e.start()], payload_start))
+        nl = _find_newline(view, e.end())
+        pos = view.nbytes if nl < 0 else nl + 1
+
+
+_NEWLINE = re.compile(b"\n")
+
+
+def _find_newline(view: memoryview, pos: int) -> int:
+    m = _NEWLINE.search(view, pos)
+    return -1 if m is None else m.start()
+
+
+def _text_chunks(entries: Sequence[BundleEntry], comment: bytes):
+    start, end = _markers(comment)
+    for e in entries:
+        eid = _id_bytes(e.bundle_entry_id)
+        yield start + eid + b"\n"
+        yield e.data
+        yield end + eid + b"\n"
+
+
+def write_text_bundle(entries: Sequence[BundleEntry], out: BinaryIO, files_type: str) -> int:
+    """Stream a text bundle of `entries` (in the given order) to `out`; returns the bytes written."""
+    total = 0
+    for chunk in _text_chunks(entries, text_comment(files_type)):
+        out.write(chunk)
+        total += _nbytes(chunk)
+    return total
+
+
+def bundle_chunks(entries: Sequence[BundleEntry], files_type: str, bundle_align: int = 1) -> Iterable:
+    """The serialized bundle as a sequence of bytes-like chunks (for streaming into a compressor)."""
+    if files_type in TEXT_COMMENTS:
+        return _text_chunks(entries, TEXT_COMMENTS[files_type])
+    return _binary_chunks(entries, bundle_align)
