@@ -246,3 +246,30 @@ def test_llvm_objdump_coff_scenario(tmp_path):
     if objdump:
         assert _ours(tmp_path / "f.obj", 19) == _objdump(objdump, tmp_path / "f.obj")
     assert find_offload_images((tmp_path / "e.obj").read_bytes(), "e.obj") == []
+
+
+@pytest.fixture(scope="module")
+def fat_object(artifacts) -> bytes:
+    if "omp19_amdgcn.o" not in artifacts:
+        pytest.skip("clang-19 amdgcn fat object not buildable here")
+    return artifacts["omp19_amdgcn.o"].read_bytes()
+
+
+@settings(max_examples=120, deadline=None)
+@given(data=st.data())
+def test_corrupt_fat_object_only_raises_offload_error(fat_object, data):
+    """Damage anywhere in a real fat object (headers, section table, the package): an
+    OffloadError or a (possibly shorter) list of images, nothing else."""
+    buf = bytearray(fat_object)
+    # bias damage towards the package, which is what we parse ourselves
+    start = fat_object.find(b"\x10\xff\x10\xad")
+    for _ in range(data.draw(st.integers(1, 6))):
+        lo = data.draw(st.sampled_from([0, max(start, 0)]))
+        pos = data.draw(st.integers(lo, min(len(buf) - 1, lo + 400)))
+        buf[pos] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.sampled_from([len(buf), data.draw(st.integers(0, len(buf)))]))
+    try:
+        for f in find_offload_images(bytes(buf[:cut]), "x.o"):
+            bytes(f.image.image)
+    except OffloadError:
+        pass
