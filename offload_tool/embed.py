@@ -9,6 +9,7 @@ alignment 8; `clang-linker-wrapper` finds it by type and the static linker drops
 from __future__ import annotations
 
 import sys
+from contextlib import ExitStack
 from typing import BinaryIO
 
 from .errors import ElfError, OffloadBinaryError, OffloadError, UsageError
@@ -57,12 +58,11 @@ def embed_files(host_path: str, package_paths: list[str], output: str) -> None:
     """Embed the concatenation of `package_paths` into the object at `host_path`; write `output` atomically."""
     if not package_paths:
         raise UsageError("no package given")
-    packages = []
-    for p in package_paths:
-        with open_input(p) as buf:
-            packages.append(bytes(buf))
-    package = b"".join(packages)
-    with open_input(host_path) as host:
+    with ExitStack() as stack:
+        views = [stack.enter_context(open_input(p)) for p in package_paths]
+        # One package (the usual case) is embedded straight from its mapping, without a copy.
+        package = views[0] if len(views) == 1 else b"".join(views)
+        host = stack.enter_context(open_input(host_path))
         with atomic_output(output) as out:
             embed_offload_package(host, package, out)
 
