@@ -591,6 +591,8 @@ def remove_sections(buf, predicate: Callable[[ElfSection], bool], out: BinaryIO)
     def map_index(old: int, where: str) -> int:
         if old == 0:
             return 0
+        if old >= n:
+            raise ElfError(f"{where}: {old} is not a section index (there are {n} sections)")
         try:
             return new_index[old]
         except KeyError:

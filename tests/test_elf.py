@@ -1,0 +1,389 @@
+"""elf.py: section listing, adding and removing on real objects from gcc and clang-19."""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+import struct
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import need_tool, run
+from offload_tool import elf
+from offload_tool.errors import ElfError, OffloadError
+
+C_SRC = r"""
+int printf(const char *, ...);
+static int counter;
+int table[4] = {1, 2, 3, 4};
+int helper(int x) { return x * 3 + counter++ + table[x & 3]; }
+__attribute__((weak)) int wk(void) { return 7; }
+int main(void) { printf("hello %d %d\n", helper(4), wk()); return 0; }
+"""
+
+CXX_SRC = r"""
+inline int f(int x) { return x + 1; }
+template <class T> T tw(T a) { return a * 2; }
+template int tw<int>(int);
+int use(int y) { return f(y) + 3; }
+int main() { return use(1) - 5; }
+"""
+
+
+def _compile(tmp, name, compiler, *flags, src=C_SRC, lang="c"):
+    need_tool(compiler) if compiler.startswith("clang") else None
+    if shutil.which(compiler) is None:
+        pytest.skip(f"{compiler} not found")
+    s = tmp / f"{name}.{lang}"
+    s.write_text(src)
+    o = tmp / f"{name}.o"
+    r = run([compiler, "-c", *flags, str(s), "-o", str(o)])
+    if r.returncode != 0:
+        pytest.skip(f"{compiler} {' '.join(flags)} failed: {r.stderr.decode()[:200]}")
+    return o.read_bytes()
+
+
+@pytest.fixture(scope="module")
+def objs(tmp_path_factory):
+    """Host objects for the native target (linkable) keyed by a short name."""
+    tmp = tmp_path_factory.mktemp("elfobjs")
+    out = {}
+    if shutil.which("gcc"):
+        out["gcc"] = _compile(tmp, "gcc", "gcc", "-O1", "-g", "-ffunction-sections", "-fdata-sections")
+    if shutil.which("clang-19"):
+        out["clang"] = _compile(tmp, "clang", "clang-19", "-O1", "-g", "-ffunction-sections")
+    if not out:
+        pytest.skip("no C compiler")
+    return out
+
+
+CROSS = {
+    "m32": ["-m32"],
+    "aarch64": ["--target=aarch64-linux-gnu"],
+    "ppc64be": ["--target=powerpc64-linux-gnu"],
+    "mips32be": ["--target=mips-linux-gnu"],
+}
+
+
+@pytest.fixture(scope="module")
+def cross_objs(tmp_path_factory):
+    """clang-19 objects for other classes / byte orders (not linked here)."""
+    need_tool("clang-19")
+    tmp = tmp_path_factory.mktemp("elfcross")
+    return {k: _compile(tmp, k, "clang-19", "-O1", *flags) for k, flags in CROSS.items()}
+
+
+def _add(buf, sections):
+    out = io.BytesIO()
+    elf.add_sections(buf, sections, out)
+    return out.getvalue()
+
+
+def _remove(buf, pred):
+    out = io.BytesIO()
+    elf.remove_sections(buf, pred, out)
+    return out.getvalue()
+
+
+def _readelf(tmp, data, *opts, tool="llvm-readelf-19"):
+    p = tmp / "x.o"
+    p.write_bytes(data)
+    r = run([tool, *opts, "-W", str(p)])
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == b"", r.stderr
+    return r.stdout.decode()
+
+
+def _sym_rel_group(tmp, data):
+    """Symbols, relocations and groups as llvm-readelf prints them (offsets of tables masked)."""
+    text = _readelf(tmp, data, "-s", "-r", "-g")
+    return re.sub(r"at offset 0x[0-9a-f]+", "at offset X", text)
+
+
+NEW = [
+    elf.NewSection("__CLANG_OFFLOAD_BUNDLE__host-x86_64-unknown-linux-gnu-", b"\0"),
+    elf.NewSection("__CLANG_OFFLOAD_BUNDLE__openmp-nvptx64-nvidia-cuda--sm_70", b"device code" * 100),
+    elf.NewSection(".llvm.offloading", bytes(range(256)) * 3, elf.SHT_LLVM_OFFLOADING, elf.SHF_EXCLUDE, 8),
+]
+
+
+def test_is_elf_and_type(objs, tmp_path):
+    buf = next(iter(objs.values()))
+    assert elf.is_elf(buf) and not elf.is_elf(b"!<arch>\n") and not elf.is_elf(b"\x7fEL")
+    t = elf.elf_type(buf)
+    assert t == "rel" and t == "ET_REL" and t == 1 and t != "exec" and str(t) == "rel"
+    if shutil.which("gcc"):
+        (tmp_path / "h.o").write_bytes(buf)
+        assert run(["gcc", tmp_path / "h.o", "-o", tmp_path / "h"]).returncode == 0
+        exe = (tmp_path / "h").read_bytes()
+        assert elf.elf_type(exe) in ("exec", "dyn")
+        with pytest.raises(ElfError, match="only relocatable"):
+            _add(exe, NEW)
+        with pytest.raises(ElfError, match="only relocatable"):
+            _remove(exe, lambda s: False)
+
+
+@pytest.mark.parametrize("name", ["gcc", "clang"])
+def test_read_sections_agrees_with_readelf(objs, tmp_path, name):
+    if name not in objs:
+        pytest.skip(f"no {name}")
+    buf = _add(objs[name], NEW)
+    secs = elf.read_sections(buf)
+    text = _readelf(tmp_path, buf, "-S")
+    rows = re.findall(r"^\s*\[\s*(\d+)\]\s+(\S*)\s+(\S+)\s+([0-9a-f]{16})\s+([0-9a-f]+)\s+([0-9a-f]+)\s+"
+                      r"[0-9a-f]+\s+(\S*?)\s*(\d+)\s+(\d+)\s+(\d+)$", text, re.M)
+    assert len(rows) == len(secs)
+    for row, s in zip(rows, secs):
+        assert int(row[0]) == s.index
+        assert row[1] == s.name or (s.index == 0 and row[1] in ("", "NULL"))
+        assert int(row[4], 16) == s.offset or s.index == 0
+        assert int(row[5], 16) == s.size
+        assert int(row[9]) == s.align
+        assert int(row[7]) == s.link
+    assert secs[-1].name == ".llvm.offloading" and secs[-1].sh_type == elf.SHT_LLVM_OFFLOADING
+    assert bytes(secs[-1].data) == NEW[2].data and secs[-1].offset % 8 == 0
+    assert "LLVM_OFFLOADING" in text
+
+
+@pytest.mark.parametrize("name", ["gcc", "clang"])
+def test_add_keeps_host_and_links(objs, tmp_path, name):
+    if name not in objs:
+        pytest.skip(f"no {name}")
+    need_tool("llvm-readelf-19")
+    host = objs[name]
+    added = _add(host, NEW)
+    secs = elf.read_sections(added)
+    orig = elf.read_sections(host)
+    # Existing sections keep index, header fields and bytes; new ones follow, in order.
+    for a, b in zip(orig, secs):
+        assert (a.index, a.name, a.sh_type, a.flags, a.align, a.link, a.info) == \
+               (b.index, b.name, b.sh_type, b.flags, b.align, b.link, b.info)
+        if a.index != _shstrndx(host):
+            assert a.size == b.size and bytes(a.data) == bytes(b.data)
+        else:  # the name table grows: old names stay where they were
+            assert bytes(b.data).startswith(bytes(a.data))
+    tail = secs[len(orig):]
+    assert [(s.name, s.sh_type, s.flags, s.align, bytes(s.data)) for s in tail] == \
+           [(n.name, n.sh_type, n.flags, n.align, bytes(n.data)) for n in NEW]
+    assert _sym_rel_group(tmp_path, added) == _sym_rel_group(tmp_path, host)
+    # GNU readelf: no warnings at all.
+    if shutil.which("readelf"):
+        _readelf(tmp_path, added, "-a", tool="readelf")
+    # Links with the system linker and with ld.lld; SHF_EXCLUDE sections are dropped; runs.
+    (tmp_path / "added.o").write_bytes(added)
+    if shutil.which("gcc"):
+        r = run(["gcc", tmp_path / "added.o", "-o", tmp_path / "prog"])
+        assert r.returncode == 0, r.stderr
+        r = run([tmp_path / "prog"])
+        assert r.stdout == b"hello 13 7\n"
+        assert b"__CLANG_OFFLOAD_BUNDLE__" not in (tmp_path / "prog").read_bytes()
+    if shutil.which("ld.lld-19"):
+        r = run(["ld.lld-19", "-r", tmp_path / "added.o", "-o", tmp_path / "r.o"])
+        assert r.returncode == 0, r.stderr
+
+
+def _shstrndx(buf):
+    e = elf._Elf(buf)
+    return e.shstrndx
+
+
+@pytest.mark.parametrize("name", ["gcc", "clang"])
+def test_add_then_remove_round_trip(objs, tmp_path, name):
+    if name not in objs:
+        pytest.skip(f"no {name}")
+    need_tool("llvm-readelf-19")
+    host = objs[name]
+    back = _remove(_add(host, NEW), lambda s: s.name.startswith("__CLANG_OFFLOAD_BUNDLE__")
+                   or s.sh_type == elf.SHT_LLVM_OFFLOADING)
+    assert [(s.name, s.sh_type, s.size, bytes(s.data)) for s in elf.read_sections(back)
+            if s.index != _shstrndx(back)] == \
+           [(s.name, s.sh_type, s.size, bytes(s.data)) for s in elf.read_sections(host) if s.index != _shstrndx(host)]
+    assert _sym_rel_group(tmp_path, back) == _sym_rel_group(tmp_path, host)
+    (tmp_path / "back.o").write_bytes(back)
+    if shutil.which("gcc"):
+        assert run(["gcc", tmp_path / "back.o", "-o", tmp_path / "prog"]).returncode == 0
+        assert run([tmp_path / "prog"]).stdout == b"hello 13 7\n"
+
+
+@pytest.mark.parametrize("name", ["gcc", "clang"])
+def test_remove_debug_matches_llvm_objcopy(objs, tmp_path, name):
+    """Dropping .debug* (with their relocations and section symbols) renumbers sections, symbols
+    and relocations exactly as llvm-objcopy does."""
+    if name not in objs:
+        pytest.skip(f"no {name}")
+    objcopy = need_tool("llvm-objcopy-19") if shutil.which("llvm-objcopy-19") else pytest.skip("no llvm-objcopy-19")
+    host = objs[name]
+    ours = _remove(host, lambda s: s.name.startswith(".debug"))
+    assert not any(s.name.startswith((".debug", ".rela.debug")) for s in elf.read_sections(ours))
+    (tmp_path / "in.o").write_bytes(host)
+    r = run([objcopy, "--regex", r"--remove-section=^\.debug.*", tmp_path / "in.o", tmp_path / "ref.o"])
+    assert r.returncode == 0, r.stderr
+    ref = (tmp_path / "ref.o").read_bytes()
+    assert _sym_rel_group(tmp_path, ours) == _sym_rel_group(tmp_path, ref)
+    assert [s.name for s in elf.read_sections(ours)] == [s.name for s in elf.read_sections(ref)]
+    (tmp_path / "ours.o").write_bytes(ours)
+    if shutil.which("gcc"):
+        assert run(["gcc", tmp_path / "ours.o", "-o", tmp_path / "prog"]).returncode == 0
+        assert run([tmp_path / "prog"]).stdout == b"hello 13 7\n"
+
+
+@pytest.fixture(scope="module")
+def cxx_obj(tmp_path_factory):
+    if not shutil.which("g++"):
+        pytest.skip("no g++")
+    tmp = tmp_path_factory.mktemp("cxx")
+    return _compile(tmp, "cxx", "g++", "-O0", "-fno-asynchronous-unwind-tables", "-fno-exceptions",
+                    src=CXX_SRC, lang="cc")
+
+
+def test_remove_group_member(cxx_obj, tmp_path):
+    """Removing the only member of a COMDAT group removes the group and its symbols (as objcopy)."""
+    secs = elf.read_sections(cxx_obj)
+    groups = [s for s in secs if s.sh_type == elf.SHT_GROUP]
+    assert groups
+    member = next(s for s in secs if s.name == ".text._Z2twIiET_S0_")
+    ours = _remove(cxx_obj, lambda s: s.index == member.index)
+    names = [s.name for s in elf.read_sections(ours)]
+    assert ".text._Z2twIiET_S0_" not in names
+    assert len([s for s in elf.read_sections(ours) if s.sh_type == elf.SHT_GROUP]) == len(groups) - 1
+    if shutil.which("llvm-objcopy-19"):
+        (tmp_path / "in.o").write_bytes(cxx_obj)
+        r = run(["llvm-objcopy-19", "--remove-section=.text._Z2twIiET_S0_", tmp_path / "in.o", tmp_path / "ref.o"])
+        assert r.returncode == 0, r.stderr
+        assert _sym_rel_group(tmp_path, ours) == _sym_rel_group(tmp_path, (tmp_path / "ref.o").read_bytes())
+    (tmp_path / "o.o").write_bytes(ours)
+    assert run(["g++", tmp_path / "o.o", "-o", tmp_path / "prog"]).returncode == 0
+    assert run([tmp_path / "prog"]).returncode == 0
+
+
+def test_remove_referenced_section_is_refused(cxx_obj):
+    """f() is called from use(): removing its section would leave a dangling relocation."""
+    with pytest.raises(ElfError, match="removed section"):
+        _remove(cxx_obj, lambda s: s.name == ".text._Z1fi")
+    with pytest.raises(ElfError, match="holds the section names"):
+        _remove(cxx_obj, lambda s: s.index == _shstrndx(cxx_obj))
+    with pytest.raises(ElfError, match="links to it"):
+        _remove(cxx_obj, lambda s: s.name == ".symtab")
+
+
+@pytest.mark.parametrize("kind", list(CROSS))
+def test_other_classes_and_byte_orders(cross_objs, tmp_path, kind):
+    """32-bit and big-endian objects: add and remove keep symbols and relocations."""
+    need_tool("llvm-readelf-19")
+    host = cross_objs[kind]
+    added = _add(host, NEW)
+    text = _readelf(tmp_path, added, "-S")
+    assert "__CLANG_OFFLOAD_BUNDLE__openmp-nvptx64-nvidia-cuda--sm_70" in text
+    assert [bytes(s.data) for s in elf.read_sections(added)[-3:]] == [bytes(n.data) for n in NEW]
+    assert _sym_rel_group(tmp_path, added) == _sym_rel_group(tmp_path, host)
+    back = _remove(added, lambda s: s.index >= len(elf.read_sections(host)))
+    assert _sym_rel_group(tmp_path, back) == _sym_rel_group(tmp_path, host)
+    # Removing .data (symbol `table` and its relocations' target) renumbers everything after it.
+    with pytest.raises(ElfError):
+        _remove(host, lambda s: s.name == ".data")  # helper() refers to table
+    if shutil.which("llvm-objcopy-19"):
+        stripped = _remove(host, lambda s: s.name in (".comment", ".note.GNU-stack"))
+        (tmp_path / "in.o").write_bytes(host)
+        assert run(["llvm-objcopy-19", "-R", ".comment", "-R", ".note.GNU-stack",
+                    tmp_path / "in.o", tmp_path / "ref.o"]).returncode == 0
+        assert _sym_rel_group(tmp_path, stripped) == _sym_rel_group(tmp_path, (tmp_path / "ref.o").read_bytes())
+
+
+def test_extended_section_numbering(objs, tmp_path):
+    """More than 0xff00 sections: e_shnum/e_shstrndx move to section 0 (gABI extended numbering)."""
+    need_tool("llvm-readelf-19")
+    host = next(iter(objs.values()))
+    n = 0xFF00 + 5 - len(elf.read_sections(host))
+    many = _add(host, [elf.NewSection(f"s{i}", b"") for i in range(n)] + [elf.NewSection("last", b"xyz")])
+    secs = elf.read_sections(many)
+    assert len(secs) == 0xFF00 + 6 and secs[-1].name == "last" and bytes(secs[-1].data) == b"xyz"
+    e_shnum = struct.unpack_from("<H", many, 0x3C)[0]
+    assert e_shnum == 0
+    text = _readelf(tmp_path, many, "-h")
+    assert re.search(r"Number of section headers:\s+0 \(%d\)" % (0xFF00 + 6), text)
+    back = _remove(many, lambda s: s.index >= len(elf.read_sections(host)))
+    assert struct.unpack_from("<H", back, 0x3C)[0] == len(elf.read_sections(host))
+    assert _sym_rel_group(tmp_path, back) == _sym_rel_group(tmp_path, host)
+
+
+def test_new_section_validation(objs):
+    host = next(iter(objs.values()))
+    for bad in (elf.NewSection("", b"x"), elf.NewSection("a\0b", b"x"), elf.NewSection("a", b"x", align=3),
+                elf.NewSection("b", b"x", sh_type=8)):
+        with pytest.raises(ElfError):
+            _add(host, [bad])
+
+
+def test_memoryview_payload(objs):
+    host = next(iter(objs.values()))
+    payload = memoryview(bytearray(b"abcdef" * 1000))[10:5000]
+    out = _add(memoryview(host), [elf.NewSection("x", payload, align=16)])
+    sec = elf.read_sections(out)[-1]
+    assert bytes(sec.data) == bytes(payload) and sec.offset % 16 == 0
+
+
+@pytest.mark.parametrize("data,msg", [
+    (b"", "not an ELF"), (b"\x7fELF", "not an ELF"), (b"\x7fELF\x03\x01" + bytes(10), "EI_CLASS"),
+    (b"\x7fELF\x02\x03" + bytes(10), "EI_DATA"), (b"\x7fELF\x02\x01\x01" + bytes(20), "header truncated"),
+])
+def test_bad_headers(data, msg):
+    with pytest.raises(ElfError, match=msg):
+        elf.read_sections(data)
+
+
+def test_bad_section_table(objs):
+    host = bytearray(next(iter(objs.values())))
+    shoff = struct.unpack_from("<Q", host, 0x28)[0]
+    bad = bytearray(host)
+    struct.pack_into("<Q", bad, 0x28, len(host) - 10)
+    with pytest.raises(ElfError, match="e_shoff"):
+        elf.read_sections(bad)
+    bad = bytearray(host)
+    struct.pack_into("<H", bad, 0x3C, 60000)
+    with pytest.raises(ElfError, match="e_shnum"):
+        elf.read_sections(bad)
+    bad = bytearray(host)
+    k = next(s.index for s in elf.read_sections(host) if s.size and s.sh_type != elf.SHT_NOBITS)
+    struct.pack_into("<Q", bad, shoff + 64 * k + 0x18, 1 << 60)  # sh_offset
+    with pytest.raises(ElfError, match=rf"section {k} .*sh_offset"):
+        elf.read_sections(bad)
+    bad = bytearray(host)
+    struct.pack_into("<I", bad, shoff + 64, 1 << 30)  # section 1 sh_name
+    with pytest.raises(ElfError, match="sh_name"):
+        elf.read_sections(bad)
+
+
+_CORRUPT_SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@_CORRUPT_SETTINGS
+@given(data=st.data())
+def test_corrupt_headers_only_raise_elf_error(objs, data):
+    """Random byte changes in the ELF header and section header table: ElfError or a valid result."""
+    host = objs.get("clang") or next(iter(objs.values()))
+    e = elf._Elf(host)
+    table = (e.ehdr.e_shoff, e.ehdr.e_shoff + e.shnum * 64)
+    buf = bytearray(host)
+    for _ in range(data.draw(st.integers(1, 6))):
+        region = data.draw(st.sampled_from(["ehdr", "shdr", "any"]))
+        if region == "ehdr":
+            pos = data.draw(st.integers(0, 63))
+        elif region == "shdr":
+            pos = data.draw(st.integers(*table)) if table[1] > table[0] else 0
+        else:
+            pos = data.draw(st.integers(0, len(buf) - 1))
+        pos = min(pos, len(buf) - 1)
+        buf[pos] = data.draw(st.integers(0, 255))
+    if data.draw(st.booleans()):
+        buf = buf[:data.draw(st.integers(0, len(buf)))]
+    for op in (lambda b: elf.read_sections(b), lambda b: _add(b, NEW[:1]),
+               lambda b: _remove(b, lambda s: s.name.startswith(".debug") or s.name == ".comment")):
+        try:
+            op(bytes(buf))
+        except ElfError:
+            pass
+        except OffloadError as exc:  # pragma: no cover - would be a wrong exception type
+            raise AssertionError(f"not an ElfError: {exc!r}")
