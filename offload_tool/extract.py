@@ -183,10 +183,9 @@ def find_offload_images(buf, name: str, *, llvm_version: int | None = None) -> l
 # LLVM bitcode: just enough of the bitstream format to find `.llvm.offloading` globals.
 #
 # LLVM (`extractFromBitcode`) takes the globals named by `!llvm.embedded.objects` whose metadata
-# section string is `.llvm.offloading`.  clang (`embedBufferInModule`) always gives that global
-# the section `.llvm.offloading` too, so we take the module's global variables whose section is
-# `.llvm.offloading` and whose initializer is a constant byte string; this does not need a
-# metadata reader and finds the same objects in everything clang writes.
+# section string is `.llvm.offloading` and whose initializer is a constant data array.  We read
+# the module block's global variables, its constants and its metadata block for exactly that;
+# function bodies and everything else are skipped by block length.
 
 _BC_WRAPPER_MAGIC = b"\xde\xc0\x17\x0b"
 _BC_MAGIC = b"BC\xc0\xde"
@@ -477,19 +476,101 @@ def _bitcode_objects(buf, name: str) -> list[tuple[str, bytes]]:
     return []
 
 
+_METADATA_BLOCK_ID = 15
+_METADATA_STRING_OLD = 1
+_METADATA_VALUE = 2
+_METADATA_NODE = 3
+_METADATA_NAME = 4
+_METADATA_DISTINCT_NODE = 5
+_METADATA_NAMED_NODE = 10
+_METADATA_STRINGS = 35
+# Module-level metadata records that do not define a metadata ID (every other record defines one).
+_METADATA_NO_ID = {4, 6, 10, 11, 36, 38, 39}
+_EMBEDDED_OBJECTS = b"llvm.embedded.objects"
+
+
+class _Metadata:
+    """What extraction needs from the module's metadata: `!llvm.embedded.objects`, its nodes,
+    the value references they hold and which MDStrings spell `.llvm.offloading`."""
+
+    def __init__(self) -> None:
+        self.next_id = 0
+        self.offloading_strings: set[int] = set()
+        self.values: dict[int, int] = {}             # metadata ID -> value ID (ValueAsMetadata)
+        self.nodes: dict[int, tuple[int, list[int]]] = {}  # metadata ID -> (operand count, first two operands)
+        self.embedded: list[int] = []                # operands of !llvm.embedded.objects
+
+    def read_block(self, walker: "_BitstreamWalker", width: int) -> None:
+        target = OFFLOADING_SECTION.encode()
+        pending_name: bytes | None = None
+        for kind, code, ops in walker.records(_METADATA_BLOCK_ID, width, 2):
+            if kind == "block":
+                walker.skip_block()
+                continue
+            if code == _METADATA_STRINGS:
+                if isinstance(ops, bytes) or len(ops) < 2:
+                    walker.bits.fail("METADATA_STRINGS record without a count and offset")
+                count, offset, blob = ops[0], ops[1], bytes(ops[2:])
+                if offset > len(blob) or count > len(blob) * 8:
+                    walker.bits.fail(f"METADATA_STRINGS count {count} / offset {offset} exceed the record")
+                lengths = _Bits(blob[:offset], walker.bits.name)
+                pos = offset
+                for i in range(count):
+                    n = lengths.vbr(6)
+                    if pos + n > len(blob):
+                        walker.bits.fail("METADATA_STRINGS string runs past the record")
+                    if blob[pos:pos + n] == target:
+                        self.offloading_strings.add(self.next_id + i)
+                    pos += n
+                self.next_id += count
+                continue
+            if isinstance(ops, bytes):
+                ops = list(ops)
+            if code == _METADATA_NAME:
+                pending_name = bytes(x & 0xFF for x in ops)
+            elif code == _METADATA_NAMED_NODE:
+                if pending_name == _EMBEDDED_OBJECTS:
+                    self.embedded.extend(ops)
+                pending_name = None
+            elif code in _METADATA_NO_ID:
+                pass
+            else:
+                if code == _METADATA_STRING_OLD and bytes(x & 0xFF for x in ops) == target:
+                    self.offloading_strings.add(self.next_id)
+                elif code == _METADATA_VALUE and len(ops) >= 2:
+                    self.values[self.next_id] = ops[1]
+                elif code in (_METADATA_NODE, _METADATA_DISTINCT_NODE):
+                    self.nodes[self.next_id] = (len(ops), ops[:2])
+                self.next_id += 1
+
+    def embedded_globals(self) -> list[int]:
+        """Value IDs of the globals `extractFromBitcode` would take, in metadata order."""
+        out = []
+        for node_id in self.embedded:
+            node = self.nodes.get(node_id)
+            if node is None or node[0] < 2:
+                continue
+            value_md, section_md = node[1][0] - 1, node[1][1] - 1  # node operands are ID + 1
+            if section_md not in self.offloading_strings or value_md not in self.values:
+                continue
+            out.append(self.values[value_md])
+        return out
+
+
 def _module_objects(walker: _BitstreamWalker, width: int, name: str) -> list[tuple[str, bytes]]:
-    bits = walker.bits
+    """Follow `extractFromBitcode`: the globals named by `!llvm.embedded.objects` nodes whose
+    second operand is the string `.llvm.offloading`, with a constant byte-array initializer."""
     version = 0
-    sections: list[str] = []
-    globals_: list[tuple[int, int]] = []  # (value id of the initializer, section index)
+    gv_init: dict[int, int] = {}  # value ID of a global variable -> value ID of its initializer
     num_values = 0
     constants: dict[int, bytes] = {}
-    wanted: set[int] = set()
+    metadata = _Metadata()
     for event in walker.records(_MODULE_BLOCK_ID, width, 1):
         kind, code, ops = event
         if kind == "block":
             block_id, sub_width = code, ops
             if block_id == _CONSTANTS_BLOCK_ID:
+                wanted = set(gv_init.values())
                 for ev in walker.records(block_id, sub_width, 2):
                     if ev[0] == "block":
                         walker.skip_block()
@@ -503,6 +584,8 @@ def _module_objects(walker: _BitstreamWalker, width: int, name: str) -> list[tup
                         if raw is not None:
                             constants[num_values] = raw + (b"\0" if ccode == _CST_CODE_CSTRING else b"")
                     num_values += 1
+            elif block_id == _METADATA_BLOCK_ID:
+                metadata.read_block(walker, sub_width)
             elif block_id == _BLOCKINFO_BLOCK_ID:
                 for _ in walker.records(block_id, sub_width, 2):
                     pass
@@ -513,21 +596,16 @@ def _module_objects(walker: _BitstreamWalker, width: int, name: str) -> list[tup
             ops = list(ops)
         if code == _MODULE_CODE_VERSION and ops:
             version = ops[0]
-        elif code == _MODULE_CODE_SECTIONNAME:
-            sections.append(bytes(x & 0xFF for x in ops).decode("latin-1"))
         elif code == _MODULE_CODE_GLOBALVAR:
             base = 2 if version >= 2 else 0  # v2 records start with the strtab offset and size
-            if len(ops) > base + 5:
-                init_id, section = ops[base + 2], ops[base + 5]
-                if init_id and section:
-                    globals_.append((init_id - 1, section - 1))
-                    wanted.add(init_id - 1)
+            if len(ops) > base + 2 and ops[base + 2]:
+                gv_init[num_values] = ops[base + 2] - 1
             num_values += 1
         elif code in (_MODULE_CODE_FUNCTION, _MODULE_CODE_ALIAS, _MODULE_CODE_ALIAS_OLD, _MODULE_CODE_IFUNC):
             num_values += 1
     result = []
-    for value_id, section_index in globals_:
-        if section_index < len(sections) and sections[section_index] == OFFLOADING_SECTION \
-                and value_id in constants:
-            result.append((sections[section_index], constants[value_id]))
+    for value_id in metadata.embedded_globals():
+        init = gv_init.get(value_id)
+        if init is not None and init in constants:
+            result.append((OFFLOADING_SECTION, constants[init]))
     return result

@@ -273,3 +273,35 @@ def test_corrupt_fat_object_only_raises_offload_error(fat_object, data):
             bytes(f.image.image)
     except OffloadError:
         pass
+
+
+def _ll_bytes(data: bytes) -> str:
+    return "".join(f"\\{b:02X}" for b in data)
+
+
+def test_bitcode_follows_embedded_objects_metadata(tmp_path):
+    """Only globals named by !llvm.embedded.objects with the string ".llvm.offloading" count (the
+    global's own section does not), exactly as clang-offload-packager-19 extracts them."""
+    clang = need_tool("clang-19")
+    tool = need_tool("clang-offload-packager-19")
+    listed = write_offload_binary(OffloadImage(1, 1, 0, {"triple": "t", "arch": "listed"}, b"LISTED"))
+    unlisted = write_offload_binary(OffloadImage(1, 1, 0, {"triple": "t", "arch": "unlisted"}, b"UNLISTED"))
+    other = write_offload_binary(OffloadImage(1, 1, 0, {"triple": "t", "arch": "other"}, b"OTHER"))
+    ir = (
+        'target triple = "x86_64-unknown-linux-gnu"\n'
+        f'@u = private constant [{len(unlisted)} x i8] c"{_ll_bytes(unlisted)}", section ".llvm.offloading", align 8\n'
+        f'@l = private constant [{len(listed)} x i8] c"{_ll_bytes(listed)}", align 8\n'
+        f'@o = private constant [{len(other)} x i8] c"{_ll_bytes(other)}", align 8\n'
+        "@llvm.compiler.used = appending global [3 x ptr] [ptr @u, ptr @l, ptr @o], section \"llvm.metadata\"\n"
+        "define i32 @f() { ret i32 0 }\n"
+        "!llvm.embedded.objects = !{!0, !1}\n"
+        '!0 = !{ptr @l, !".llvm.offloading"}\n'
+        '!1 = !{ptr @o, !".something.else"}\n'
+    )
+    (tmp_path / "x.ll").write_text(ir)
+    res = run([clang, "-c", "-emit-llvm", tmp_path / "x.ll", "-o", tmp_path / "x.bc"])
+    assert res.returncode == 0, res.stderr
+    found = find_offload_images((tmp_path / "x.bc").read_bytes(), "x.bc")
+    assert [f.image.arch for f in found] == ["listed"]
+    assert run([tool, tmp_path / "x.bc", "--image=triple=t"], cwd=tmp_path).returncode == 0
+    assert sorted(p.name for p in tmp_path.glob("x-*")) == ["x-t-listed.0.o"]
