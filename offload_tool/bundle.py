@@ -17,7 +17,7 @@ from .errors import BundleFormatError, UsageError
 __all__ = [
     "BundleEntry", "BINARY_MAGIC", "TEXT_COMMENTS", "BINARY_TYPES", "is_binary_bundle", "read_binary_bundle",
     "binary_bundle_layout", "write_binary_bundle", "read_text_bundle", "write_text_bundle", "text_comment",
-    "stringmap_entries",
+    "stringmap_entries", "bundle_chunks", "bundle_size",
 ]
 
 BINARY_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
@@ -231,3 +231,14 @@ def bundle_chunks(entries: Sequence[BundleEntry], files_type: str, bundle_align:
     if files_type in TEXT_COMMENTS:
         return _text_chunks(entries, TEXT_COMMENTS[files_type])
     return _binary_chunks(entries, bundle_align)
+
+
+def bundle_size(entries: Sequence[BundleEntry], files_type: str, bundle_align: int = 1) -> int:
+    """The size in bytes of the serialized (uncompressed) bundle."""
+    if files_type in TEXT_COMMENTS:
+        start, end = _markers(TEXT_COMMENTS[files_type])
+        return sum(len(start) + len(end) + 2 * (len(_id_bytes(e.bundle_entry_id)) + 1) + _nbytes(e.data)
+                   for e in entries)
+    sizes = [_nbytes(e.data) for e in entries]
+    header, offsets = binary_bundle_layout([e.bundle_entry_id for e in entries], sizes, bundle_align)
+    return offsets[-1] + sizes[-1] if entries else len(header)

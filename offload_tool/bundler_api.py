@@ -1,0 +1,380 @@
+"""High-level clang offload bundler operations, in-process: bundle, unbundle, list, read.
+
+These are `OffloadBundler::BundleFiles / UnbundleFiles / ListBundleIDsInFile` of LLVM 19
+(llvm-formats.md §1-§5), with the same outputs, order rules and messages, plus the checks LLVM
+lacks (damaged inputs are errors, outputs appear atomically and only when the whole run succeeds).
+Inputs are memory-mapped; payloads are written from slices of the map, never copied whole."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+from .bundle import (BINARY_TYPES, TEXT_COMMENTS, BundleEntry, bundle_chunks, bundle_size, is_binary_bundle, read_binary_bundle,
+                     read_text_bundle, stringmap_entries, write_binary_bundle, write_text_bundle)
+from .ccob import CompressionInfo
+from .errors import BundleError, BundleFormatError, CompressionError, UsageError
+from .fileio import atomic_output, open_input
+
+__all__ = ["Bundle", "BundlerConfig", "bundle", "unbundle", "list_bundle_ids", "read_bundle", "write_bundle",
+           "bundler_config"]
+
+FILE_TYPES = ("i", "ii", "cui", "hipi", "d", "ll", "bc", "s", "o", "a", "gch", "ast")
+
+
+@dataclass
+class Bundle:
+    """A bundle read into plain data. `entries` are in file order; payloads are slices of the input."""
+
+    kind: str  # "binary" | "text" | "object"
+    entries: list[BundleEntry] = field(default_factory=list)
+    compression: CompressionInfo | None = None
+
+    @property
+    def ids(self) -> list[str]:
+        return [e.bundle_entry_id for e in self.entries]
+
+    def get(self, bundle_entry_id: str) -> BundleEntry | None:
+        """The entry LLVM would use for an ID (the last one, for duplicates)."""
+        found = None
+        for e in self.entries:
+            if e.bundle_entry_id == bundle_entry_id:
+                found = e
+        return found
+
+
+@dataclass
+class BundlerConfig:
+    """`OffloadBundlerConfig`: the settings the environment can change."""
+
+    verbose: bool = False
+    compress: bool = False
+    compression_level: int | None = None
+    compression_method: str = "zstd"
+    format_version: int = 2
+    log: Callable[[str], None] = field(default=lambda s: sys.stderr.write(s))
+
+
+def bundler_config(*, verbose: bool | None = None, compress: bool | str | None = None,
+                   compression_level: int | None = None, env: Mapping[str, str] = os.environ,
+                   log: Callable[[str], None] | None = None) -> BundlerConfig:
+    """Settings as LLVM computes them: environment first (unless `OFFLOAD_BUNDLER_IGNORE_ENV_VAR=1`),
+    then explicit arguments (the CLI's `-verbose`, `-compress`, `-compression-level`) override."""
+    cfg = BundlerConfig()
+    if log is not None:
+        cfg.log = log
+    if env.get("OFFLOAD_BUNDLER_IGNORE_ENV_VAR") != "1":
+        if "OFFLOAD_BUNDLER_VERBOSE" in env:
+            cfg.verbose = env["OFFLOAD_BUNDLER_VERBOSE"] == "1"
+        if "OFFLOAD_BUNDLER_COMPRESS" in env:
+            cfg.compress = env["OFFLOAD_BUNDLER_COMPRESS"] == "1"
+        raw = env.get("OFFLOAD_BUNDLER_COMPRESSION_LEVEL")
+        if raw is not None:
+            level = _llvm_int(raw)
+            if level is None:
+                cfg.log(f"Warning: Invalid value for OFFLOAD_BUNDLER_COMPRESSION_LEVEL: {raw}. Ignoring it.\n")
+            else:
+                cfg.compression_level = level
+        from .ccob import env_format_version
+
+        cfg.format_version = env_format_version(env, cfg.log)
+    if verbose is not None:
+        cfg.verbose = bool(verbose)
+    if compress is not None:
+        if isinstance(compress, str):
+            if compress not in ("zstd", "zlib"):
+                raise UsageError(f"unknown compression method '{compress}' (zstd or zlib)")
+            cfg.compress, cfg.compression_method = True, compress
+        else:
+            cfg.compress = bool(compress)
+    if compression_level is not None:
+        cfg.compression_level = int(compression_level)
+    return cfg
+
+
+def _llvm_int(text: str) -> int | None:
+    """`StringRef::getAsInteger(10, int)`: optional '-', decimal digits only, fits in int."""
+    body = text[1:] if text.startswith("-") else text
+    if not body or not body.isascii() or not body.isdigit():
+        return None
+    value = int(text)
+    return value if -(1 << 31) <= value < (1 << 31) else None
+
+
+def _check_type(files_type: str) -> None:
+    if files_type not in FILE_TYPES:
+        raise UsageError(f"'{files_type}': invalid file type specified")
+
+
+def _handler_kind(files_type: str, reference) -> str:
+    """`CreateFileHandler`: text types, binary types, and `o`/`a` = object if the reference buffer is an
+    object file, else binary (how `.hip_fatbin` contents come out as binary bundles)."""
+    _check_type(files_type)
+    if files_type in TEXT_COMMENTS:
+        return "text"
+    if files_type in BINARY_TYPES:
+        return "binary"
+    from .objbundle import is_object_file
+
+    return "object" if is_object_file(reference) else "binary"
+
+
+def _maybe_decompress(buf, cfg: BundlerConfig, prefix: str = "Failed to decompress input: "):
+    """The input as the handlers see it: decompressed if it is a CCOB (hash always checked)."""
+    from .ccob import decompress, is_compressed
+
+    if not is_compressed(buf):
+        if cfg.verbose and len(buf) >= 20:
+            cfg.log("Uncompressed bundle.\n")
+        return buf, None
+    try:
+        data, info = decompress(buf, verbose=cfg.verbose, log=cfg.log)
+    except CompressionError as exc:
+        raise CompressionError(prefix + str(exc)) from None
+    return memoryview(data), info
+
+
+def _read_entries(kind: str, buf, files_type: str) -> list[BundleEntry]:
+    if kind == "text":
+        return read_text_bundle(buf, files_type)
+    if kind == "binary":
+        return read_binary_bundle(buf)
+    from .objbundle import read_object_bundle
+
+    return read_object_bundle(buf)
+
+
+def _handler_order(kind: str, entries: list[BundleEntry]) -> list[BundleEntry]:
+    """Entries in the order LLVM 19's handler yields them (binary: StringMap order, last duplicate wins)."""
+    return stringmap_entries(entries) if kind == "binary" else entries
+
+
+def _bundle_size(entries: Sequence[BundleEntry], files_type: str, bundle_align: int) -> int:
+    return bundle_size(entries, "bc" if files_type not in TEXT_COMMENTS else files_type, bundle_align)
+
+
+def _sized_chunks(entries, files_type, bundle_align):
+    # Only headers and padding are materialized; payload chunks are the caller's buffers.
+    return bundle_chunks(entries, "bc" if files_type not in TEXT_COMMENTS else files_type, bundle_align)
+
+
+# --- writing ----------------------------------------------------------------------------------------
+
+
+def write_bundle(output: str | os.PathLike, files_type: str, entries: Sequence[BundleEntry], *, bundle_align: int = 1,
+                 compress: bool | str | None = None, compression_level: int | None = None,
+                 verbose: bool | None = None, env: Mapping[str, str] = os.environ,
+                 host_object=None) -> None:
+    """Write `entries` (IDs already standardized, in order) as a bundle of `files_type` to `output`.
+
+    For `-type=o` with an object `host_object`, the device entries go into its sections (host entry
+    payload is the 1-byte marker); otherwise text or binary. Compression per `bundler_config`."""
+    _check_type(files_type)
+    if bundle_align < 1:
+        raise UsageError(f"invalid -bundle-align value {bundle_align}: must be at least 1")
+    cfg = bundler_config(verbose=verbose, compress=compress, compression_level=compression_level, env=env)
+    if host_object is not None and files_type in ("o", "a"):
+        kind = _handler_kind(files_type, host_object)
+    else:
+        kind = "text" if files_type in TEXT_COMMENTS else "binary"
+    with atomic_output(output) as out:
+        if kind == "object":
+            # LLVM compresses nothing here (objcopy overwrites the compressed buffer).
+            from .objbundle import write_object_bundle
+
+            write_object_bundle(host_object, [(e.bundle_entry_id, e.data) for e in entries], out)
+        elif cfg.compress:
+            from .ccob import compress_chunks
+
+            size = _bundle_size(entries, files_type, bundle_align)
+            compress_chunks(_sized_chunks(entries, files_type, bundle_align), size, out,
+                            method=cfg.compression_method, level=cfg.compression_level,
+                            version=cfg.format_version, verbose=cfg.verbose, log=cfg.log)
+        elif kind == "text":
+            write_text_bundle(entries, out, files_type)
+        else:
+            write_binary_bundle(entries, out, bundle_align)
+
+
+def bundle(files_type: str, targets: list[str], inputs: list[str], output: str, *, bundle_align: int = 1,
+           compress: bool | str | None = None, compression_level: int | None = None,
+           hip_openmp_compatible: bool = False, verbose: bool | None = None,
+           env: Mapping[str, str] = os.environ) -> None:
+    """`clang-offload-bundler -type=T -targets=... -input=... -output=O` (bundling), byte-identical to
+    LLVM 19 for uncompressed binary and text bundles. Raises an `OffloadError` subclass."""
+    from .bundle_id import validate_bundler_targets
+
+    if files_type == "a":
+        raise UsageError("Archive files are only supported for unbundling")
+    if len(inputs) != len(targets):
+        raise UsageError("number of input files and targets should match in bundling mode")
+    if bundle_align < 1:
+        raise UsageError(f"invalid -bundle-align value {bundle_align}: must be at least 1")
+    ids = [str(i) for i in validate_bundler_targets(list(targets), bundling=True)]
+    host_index = next((n for n, i in enumerate(ids) if i.startswith("host-")), 0)
+    with contextlib.ExitStack() as stack:
+        buffers = [stack.enter_context(open_input(p)) for p in inputs]
+        kind = _handler_kind(files_type, buffers[host_index] if buffers else b"")
+        if kind == "object":
+            entries = [BundleEntry(i, b"\0" if i.startswith("host-") else buf) for i, buf in zip(ids, buffers)]
+            write_bundle(output, files_type, entries, bundle_align=bundle_align, compress=compress,
+                         compression_level=compression_level, verbose=verbose, env=env,
+                         host_object=buffers[host_index])
+        else:
+            entries = [BundleEntry(i, buf) for i, buf in zip(ids, buffers)]
+            write_bundle(output, "bc" if kind == "binary" else files_type, entries, bundle_align=bundle_align,
+                         compress=compress, compression_level=compression_level, verbose=verbose, env=env)
+        del entries
+        buffers.clear()
+
+
+# --- reading ----------------------------------------------------------------------------------------
+
+
+def _detect_text_type(buf) -> str | None:
+    import re
+
+    m = re.search(rb"\n(//|#|;) __CLANG_OFFLOAD_BUNDLE____START__ ", memoryview(buf).cast("B"))
+    if m is None:
+        return None
+    return {b"//": "i", b"#": "s", b";": "ll"}[m.group(1)]
+
+
+def _read_any(buf, files_type: str | None, cfg: BundlerConfig) -> Bundle:
+    data, info = _maybe_decompress(buf, cfg)
+    if files_type is None:
+        if is_binary_bundle(data):
+            kind, ftype = "binary", "bc"
+        else:
+            from .objbundle import is_object_file
+
+            if is_object_file(data):
+                kind, ftype = "object", "o"
+            else:
+                ftype = _detect_text_type(data)
+                if ftype is None:
+                    raise BundleFormatError("not a clang offload bundle (no bundle magic, object or text markers)")
+                kind = "text"
+    else:
+        ftype = files_type
+        kind = _handler_kind(files_type, data)
+    return Bundle(kind, _read_entries(kind, data, ftype), info)
+
+
+def read_bundle(source: str | os.PathLike | bytes | bytearray | memoryview, files_type: str | None = None, *,
+                verbose: bool | None = False, env: Mapping[str, str] = os.environ) -> Bundle:
+    """Read a bundle (binary, text or object; compressed or not) from a path or a buffer.
+
+    With `files_type=None` the kind is detected from the content. Payloads are slices of the
+    memory-mapped file (or of the decompressed data), valid as long as the entries are referenced."""
+    cfg = bundler_config(verbose=verbose, env=env)
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return _read_any(source, files_type, cfg)
+    with open_input(source) as buf:
+        return _read_any(buf, files_type, cfg)
+
+
+def list_bundle_ids(files_type: str, input: str | os.PathLike, *, llvm_order: bool = False,
+                    verbose: bool | None = None, env: Mapping[str, str] = os.environ) -> list[str]:
+    """The bundle entry IDs of a bundle: file order, or with `llvm_order=True` the order LLVM 19's
+    `-list` prints (StringMap order for binary bundles, duplicates once)."""
+    cfg = bundler_config(verbose=verbose, env=env)
+    _check_type(files_type)
+    with open_input(input) as buf:
+        data, _ = _maybe_decompress(buf, cfg)
+        kind = _handler_kind(files_type, data)
+        entries = _read_entries(kind, data, files_type)
+        if llvm_order:
+            entries = _handler_order(kind, entries)
+        return [e.bundle_entry_id for e in entries]
+
+
+def _can_t_find(missing: list[str]) -> str:
+    names = sorted(missing, key=lambda s: s.encode("utf-8", "surrogateescape"))
+    if len(names) == 1:
+        tail = f" {names[0]}"
+    elif len(names) == 2:
+        tail = f" {names[0]} and {names[1]}"
+    else:
+        tail = " " + ", ".join(names[:-1]) + f", and {names[-1]}"
+    return "Can't find bundles for" + tail
+
+
+def plan_unbundle(entries: list[BundleEntry], targets: list[str], *, hip_openmp_compatible: bool = False
+                  ) -> tuple[dict[int, BundleEntry], list[int]]:
+    """Which entry each target receives, by LLVM 19's rule: for each entry in handler order the first
+    compatible target in the worklist's StringMap order takes it. Returns ({target index: entry},
+    indices of targets left without one). Duplicated standardized targets: the last one is used."""
+    from .bundle_id import is_code_object_compatible
+    from .stringmap import StringMap
+
+    worklist: StringMap[int] = StringMap()
+    for n, t in enumerate(targets):
+        worklist[t] = n
+    assigned: dict[int, BundleEntry] = {}
+    for entry in entries:
+        if len(worklist) == 0:
+            break
+        for t, n in worklist.items():
+            if is_code_object_compatible(entry.bundle_entry_id, t, hip_openmp_compatible=hip_openmp_compatible):
+                assigned[n] = entry
+                del worklist[t]
+                break
+    return assigned, [n for _, n in worklist.items()]
+
+
+def unbundle(files_type: str, targets: list[str], input: str | os.PathLike, outputs: list[str], *,
+             allow_missing_bundles: bool = False, hip_openmp_compatible: bool = False,
+             check_input_archive: bool = False, verbose: bool | None = None,
+             env: Mapping[str, str] = os.environ) -> None:
+    """`clang-offload-bundler -unbundle`: write each target's entry to its output (LLVM 19's matching,
+    messages and empty-output rules, §5.3). `-type=a` goes to archive unbundling. All outputs are
+    written to temporary files and renamed only when every one is complete."""
+    from .bundle_id import parse_bundle_entry_id, validate_bundler_targets
+
+    if len(outputs) != len(targets):
+        raise UsageError("number of output files and targets should match in unbundling mode")
+    if check_input_archive and files_type != "a":
+        raise UsageError("-check-input-archive can only be used for unbundling archives (-type=a)")
+    ids = [str(i) for i in validate_bundler_targets(list(targets), bundling=False)]
+    if files_type == "a":
+        from .hda import unbundle_archive
+
+        unbundle_archive(os.fspath(input), ids, [os.fspath(o) for o in outputs],
+                         allow_missing_bundles=allow_missing_bundles, check_input_archive=check_input_archive,
+                         hip_openmp_compatible=hip_openmp_compatible)
+        return
+    cfg = bundler_config(verbose=verbose, env=env)
+    _check_type(files_type)
+    with open_input(input) as raw:
+        data, _ = _maybe_decompress(raw, cfg)
+        kind = _handler_kind(files_type, data)
+        entries = _handler_order(kind, _read_entries(kind, data, files_type))
+        # The StringMap worklist keeps one output per standardized target: the last given.
+        last_output = {t: o for t, o in zip(ids, outputs)}
+        unique_ids = list(dict.fromkeys(ids))
+        assigned, missing = plan_unbundle(entries, unique_ids, hip_openmp_compatible=hip_openmp_compatible)
+        if missing and not allow_missing_bundles:
+            raise BundleError(_can_t_find([unique_ids[n] for n in missing]))
+        contents: dict[str, object] = {}
+        if len(missing) == len(ids):
+            # Nothing matched (only reachable with -allow-missing-bundles): host gets the whole input.
+            for t in unique_ids:
+                contents[last_output[t]] = data if parse_bundle_entry_id(t).is_host else b""
+        else:
+            found_host = any(parse_bundle_entry_id(e.bundle_entry_id).is_host for e in assigned.values())
+            host_requested = any(parse_bundle_entry_id(t).is_host for t in ids)
+            if not (found_host or not host_requested or allow_missing_bundles):
+                raise BundleError("Can't find bundle for the host target")
+            for n, t in enumerate(unique_ids):
+                contents[last_output[t]] = assigned[n].data if n in assigned else b""
+        # Outputs named for duplicated targets but not kept by the worklist are not written (as LLVM).
+        with contextlib.ExitStack() as stack:
+            files = [(stack.enter_context(atomic_output(path)), payload) for path, payload in contents.items()]
+            for f, payload in files:
+                if memoryview(payload).nbytes:
+                    f.write(payload)
+        del assigned, entries, contents
