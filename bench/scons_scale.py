@@ -11,7 +11,7 @@ arch. Prints times, action counts and the ratios the issue sets as targets:
   full build no slower than the usual way; add-arch rebuild <= 0.35x the usual way's;
   null build < 3 s at 100 x 4 and <= 2x the usual way's.
 
-Usage: python3 bench/scons_scale.py [--sources N] [--archs sm_70,sm_80,gfx90a,gfx1030]
+Usage: python3 bench/scons_scale.py [--sources N] [--archs sm_75,sm_80,gfx90a,gfx1030]
                                     [--add-arch sm_90] [--jobs 2] [--clang clang-19] [--keep DIR]"""
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def fmt_counts(c: dict[str, int]) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sources", type=int, default=100)
-    ap.add_argument("--archs", default="sm_70,sm_80,gfx90a,gfx1030")
+    ap.add_argument("--archs", default="sm_75,sm_80,gfx90a,gfx1030")
     ap.add_argument("--add-arch", default="sm_90")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--clang", default="clang-19")

@@ -110,10 +110,10 @@ def test_hip_per_arch_graph_and_link(tmp_path, hip):
 def test_cuda_clang_package_and_pinned_cuid(tmp_path):
     need_tool("clang-19")
     p = _project(tmp_path / "p")
-    cp = p.scons("what=cudaclang", "archs=sm_70,sm_80,gfx90a")
-    assert device_archs(cp) == {"sm_70": 1, "sm_80": 1}, cp.stdout
+    cp = p.scons("what=cudaclang", "archs=sm_75,sm_80,gfx90a")
+    assert device_archs(cp) == {"sm_75": 1, "sm_80": 1}, cp.stdout
     out = run([need_tool("llvm-objdump-19"), "--offloading", p.root / "src/saxpy.o"]).stdout.decode()
-    assert sorted(re.findall(r"arch\s+(\S+)", out)) == ["sm_70", "sm_80"]
+    assert sorted(re.findall(r"arch\s+(\S+)", out)) == ["sm_75", "sm_80"]
     assert set(re.findall(r"kind\s+(\S+)", out)) == {"cuda"}
     # The externalised static is named after the pinned CUID in host and device objects alike.
     host = run([need_tool("llvm-readelf-19"), "-sW", p.root / "src/saxpy.host.o"]).stdout.decode()

@@ -405,7 +405,11 @@ def _src_flags(node) -> str:
 
 _LANG_FLAGS = {
     # (host flags, device flags) per language for the clang paths.
-    "openmp": ("-fopenmp", "-fopenmp"),
+    # OpenMP host: without any offload target, --offload-host-only compiles target regions as
+    # plain host code (no offload entries, the program never offloads). With a target the host
+    # object is byte-identical whatever the targets or archs (checked on clang 19 and 22), so a
+    # fixed triple set keeps the host compile independent of OFFLOAD_ARCHS.
+    "openmp": ("-fopenmp -fopenmp-targets=nvptx64-nvidia-cuda,amdgcn-amd-amdhsa", "-fopenmp"),
     # CUDA, new driver + RDC: clang 19 does not forward `-cuid=` there ("argument unused") and
     # names externalised device statics after the file's (dev, inode) instead
     # (`_ZL5dstat__static__<ino><dev>_...`), so the pinned CUID goes straight to -cc1.
