@@ -643,7 +643,37 @@ def remove_sections(buf, predicate: Callable[[ElfSection], bool], out: BinaryIO)
             for m in members:
                 if m in by_old:
                     by_old[m].flags &= ~SHF_GROUP
+    if elf.shstrndx:
+        _trim_names(elf, secs, removed, by_old)
     _write_elf(elf, out_secs, new_index[elf.shstrndx] if elf.shstrndx else 0, out)
+
+
+def _trim_names(elf: _Elf, secs: list[ElfSection], removed: set[int], by_old: dict) -> None:
+    """Drop the tail of the section name table that only removed sections used (the names that
+    add_sections / objcopy appended), so add-then-remove gives back a table of the original size.
+    Symbol names count too where the table doubles as a symbol string table (as clang writes it)."""
+    names = elf.shstrtab
+    used = 1
+    for s in secs:
+        if s.index in removed:
+            continue
+        if s.name_offset < len(names):
+            used = max(used, names.find(b"\0", s.name_offset) + 1)
+        if s.link == elf.shstrndx:
+            if s.sh_type not in (SHT_SYMTAB, SHT_DYNSYM):
+                return  # some other user of the table: leave it whole
+            o = by_old[s.index]
+            st = Elf_Sym.struct(elf.cls, elf.order)
+            data = o.data
+            for i in range(len(data) // st.size):
+                st_name = struct.unpack_from(elf.order == ELFDATA2LSB and "<I" or ">I", data,
+                                             i * st.size)[0]
+                if st_name < len(names):
+                    used = max(used, names.find(b"\0", st_name) + 1)
+    if used < len(names):
+        t = by_old[elf.shstrndx]
+        t.data = bytes(names[:used])
+        t.size = used
 
 
 def _rewrite_symtab(elf: _Elf, s: ElfSection, shndx_sec: ElfSection | None, removed: set[int],
