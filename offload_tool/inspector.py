@@ -154,7 +154,8 @@ class _Scanner:
             self.scan_fatbin(data, path, wrappers, compressed)
         elif kind == "ccob":
             from . import ccob
-            inner = ccob.decompress(data)
+            inner, _info = ccob.decompress(data)
+            inner = memoryview(inner)
             inner_kind = self.container_kind(inner)
             if inner_kind is None:
                 raise OffloadError(f"{path}: compressed bundle does not hold a bundle")
@@ -311,7 +312,7 @@ def _text_bundle_comment(data) -> bytes | None:
 def _read_text_bundle(data):
     from . import bundle
     comment = _text_bundle_comment(data)
-    return bundle.read_text_bundle(bytes(data), comment.decode())
+    return bundle.read_text_bundle(data, _TEXT_COMMENTS[comment])
 
 
 def inspect_buffer(buf, name: str, *, llvm_version: int | None = None) -> list[DeviceImage]:

@@ -1,0 +1,301 @@
+"""`inspect`: every device image in real clang 19/22, nvcc 13 and hipcc output, bundles (plain,
+compressed, text, object), packages and archives; JSON fields agree with what
+`llvm-objdump --offloading`, `clang-offload-bundler -list` and the nvcc gencodes say."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import offload_samples as samples
+from conftest import find_tool, need_tool, run, run_cli
+from offload_tool import fatbin
+from offload_tool.errors import OffloadError
+from offload_tool.inspector import AMBIGUOUS_PRODUCER, format_table, inspect_buffer, inspect_file
+from offload_tool.offload_binary import make_image, write_offload_binary
+
+REQUIRED_FIELDS = {"path", "container", "producer", "triple", "arch", "image_kind", "size", "compressed", "sha256"}
+
+
+@pytest.fixture(scope="module")
+def omp():
+    return samples.openmp()
+
+
+@pytest.fixture(scope="module")
+def cuda():
+    return samples.cuda()
+
+
+@pytest.fixture(scope="module")
+def hip():
+    return samples.hip()
+
+
+def _json(*paths, extra=()) -> list[dict]:
+    res = run_cli("cli", "inspect", "--json", *extra, *paths)
+    assert res.returncode == 0, res.stderr
+    images = json.loads(res.stdout)
+    for img in images:
+        assert REQUIRED_FIELDS <= img.keys()
+    return images
+
+
+def _objdump(tool: str, path) -> list[dict[str, str]]:
+    res = run([tool, "--offloading", path])
+    assert res.returncode == 0, res.stderr
+    images: list[dict[str, str]] = []
+    for line in res.stdout.decode().splitlines():
+        if line.startswith("OFFLOADING IMAGE ["):
+            images.append({})
+        elif images and line[:16].strip() in ("kind", "arch", "triple", "producer"):
+            images[-1][line[:16].strip()] = line[16:]
+    return images
+
+
+# ---------------------------------------------------------------------------------------------
+# OpenMP (OffloadBinary in .llvm.offloading) vs llvm-objdump
+
+
+@pytest.mark.parametrize("name,version", [
+    ("omp19_nv.o", 19), ("omp19_amd.o", 19), ("omp19_nv.exe", 19), ("omp19_amd.exe", 19), ("omp19_nv.so", 19),
+    ("omp22.o", 22),
+])
+def test_openmp_images_match_llvm_objdump(omp, name, version):
+    objdump = need_tool(f"llvm-objdump-{version}")
+    path = samples.need(omp, name)
+    ours = _json(path, extra=[f"--llvm-version={version}"])
+    theirs = _objdump(objdump, path)
+    assert len(ours) == len(theirs) >= 1
+    for o, t in zip(ours, theirs):
+        assert (o["image_kind"], o["arch"], o["triple"], o["producer"]) == \
+               (t["kind"], t["arch"], t["triple"], t["producer"])
+        assert o["container"] == "offload-binary" and o["wrappers"] == ["elf"]
+        assert o["path"].startswith(f"{path}:.llvm.offloading[")
+        assert o["compressed"] is False and len(o["sha256"]) == 64
+
+
+def test_omp22_lists_both_vendors(omp):
+    path = samples.need(omp, "omp22.o")
+    got = {(i["triple"], i["arch"]) for i in _json(path)}
+    assert got == {("nvptx64-nvidia-cuda", "sm_80"), ("amdgcn-amd-amdhsa", "gfx90a")}
+
+
+def test_sha256_and_size_are_of_the_image(omp):
+    packager = need_tool("clang-offload-packager-19")
+    path = samples.need(omp, "omp19_nv.o")
+    (img,) = _json(path)
+    out = samples.workdir() / "extracted_sm80.o"
+    assert run([packager, path, f"--image=file={out},arch=sm_80"]).returncode == 0
+    data = out.read_bytes()
+    assert img["size"] == len(data) and img["sha256"] == hashlib.sha256(data).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------
+# NVIDIA fat binaries
+
+
+@pytest.mark.parametrize("name,section", [("nvcc.o", ".nv_fatbin"), ("nvcc.fatbin", None), ("nvcc.exe", ".nv_fatbin")])
+def test_nvcc_images(cuda, name, section):
+    need_tool("nvcc")
+    path = samples.need(cuda, name)
+    images = _json(path)
+    got = {(i["image_kind"], i["arch"]) for i in images}
+    assert samples.NVCC_IMAGES <= got
+    if name != "nvcc.exe":  # a program may also carry the CUDA runtime's own fat binary
+        assert got == samples.NVCC_IMAGES and len(images) == 3
+    for i in images:
+        assert i["container"] == "fatbin" and i["producer"] == "cuda" and i["triple"] == "nvptx64-nvidia-cuda"
+        assert i["path"].startswith(str(path) + (f":{section}[" if section else "["))
+        # nvcc 13 compresses PTX (zstd) but stores plain (non -rdc) cubins raw.
+        assert i["compressed"] is (i["image_kind"] == "ptx")
+
+
+def test_nvcc_cubin_hash_matches_nvcc_cubin(cuda):
+    obj, cubin = samples.need(cuda, "nvcc.o", "sm80.cubin")
+    (img,) = [i for i in _json(obj) if i["arch"] == "sm_80"]
+    assert img["sha256"] == hashlib.sha256(cubin.read_bytes()).hexdigest()
+
+
+def test_rdc_object(cuda):
+    path = samples.need(cuda, "rdc.o")
+    images = _json(path)
+    assert [(i["image_kind"], i["arch"]) for i in images] == [("cubin", "sm_80"), ("cubin", "sm_90a"), ("ptx", "sm_90a")]
+    assert all(i["path"].startswith(f"{path}:__nv_relfatbin[") and i["compressed"] for i in images)
+
+
+def test_against_cuobjdump(cuda):
+    cuobjdump = need_tool("cuobjdump")
+    path = samples.need(cuda, "nvcc.o")
+    out = run([cuobjdump, "--list-elf", "--list-ptx", path]).stdout.decode()
+    listed = {("cubin" if ln.startswith("ELF") else "ptx", ln.rsplit(".", 2)[-2]) for ln in out.splitlines() if ":" in ln}
+    assert {(i["image_kind"], i["arch"]) for i in _json(path)} == listed
+
+
+# ---------------------------------------------------------------------------------------------
+# HIP and clang offload bundles vs clang-offload-bundler -list
+
+
+def _bundler_ids(path, type_):
+    bundler = need_tool("clang-offload-bundler-19")
+    res = run([bundler, "-list", f"-type={type_}", f"-input={path}"])
+    assert res.returncode == 0, res.stderr
+    return {i for i in res.stdout.decode().split() if not i.startswith("host-")}
+
+
+@pytest.mark.parametrize("name,type_,container,compressed", [
+    ("bundle.bc", "bc", "bundle", False),
+    ("bundle_ccob.bc", "bc", "bundle", True),
+    ("bundle_obj.o", "o", "object-bundle", False),
+    ("bundle_text.ll", "ll", "text-bundle", False),
+])
+def test_bundles_match_bundler_list(hip, name, type_, container, compressed):
+    path = samples.need(hip, name)
+    images = _json(path)
+    assert {i["bundle_entry_id"] for i in images} == \
+        _bundler_ids(path, type_)
+    for i in images:
+        assert i["container"] == container and i["compressed"] is compressed
+        assert i["producer"] in ("hipv4", "openmp")
+        assert i["triple"].startswith("amdgcn-amd-amdhsa")
+    if name != "bundle_text.ll":
+        assert {(i["arch"], i["image_kind"]) for i in images} == {("gfx90a", "elf"), ("gfx906:xnack+", "elf")}
+
+
+def test_bundle_entry_hash_matches_unbundled(hip, tmp_path):
+    bundler = need_tool("clang-offload-bundler-19")
+    path = samples.need(hip, "bundle_ccob.bc")
+    out = tmp_path / "gfx90a.co"
+    assert run([bundler, "-unbundle", "-type=bc", "-targets=hipv4-amdgcn-amd-amdhsa--gfx90a", f"-input={path}",
+                f"-output={out}"]).returncode == 0
+    (img,) = [i for i in _json(path) if i["arch"] == "gfx90a"]
+    assert img["sha256"] == hashlib.sha256(out.read_bytes()).hexdigest()
+    assert img["wrappers"] == ["ccob"]
+
+
+def test_hipcc_object(hip, tmp_path):
+    path = samples.need(hip, "hipcc.o")
+    images = _json(path)
+    assert {i["arch"] for i in images} == {"gfx90a", "gfx906"}
+    assert all(i["path"].startswith(f"{path}:.hip_fatbin[") and i["image_kind"] == "elf" for i in images)
+    # Same IDs as the bundler lists for the section's contents.
+    objcopy = need_tool("llvm-objcopy-19")
+    sec = tmp_path / "hip_fatbin.bin"
+    assert run([objcopy, f"--dump-section=.hip_fatbin={sec}", path, tmp_path / "junk.o"]).returncode == 0
+    assert {i["bundle_entry_id"] for i in images} == _bundler_ids(sec, "bc")
+
+
+# ---------------------------------------------------------------------------------------------
+# Packages: producer value 3, nesting
+
+
+def test_hip_producer_is_reported_as_ambiguous(hip):
+    path = samples.need(hip, "hip.pkg")
+    images = _json(path)
+    (amd,) = [i for i in images if i["triple"] == "amdgcn-amd-amdhsa"]
+    assert amd["producer"] == AMBIGUOUS_PRODUCER and "LLVM" in amd["producer_note"]
+    (amd19,) = [i for i in _json(path, extra=["--llvm-version=19"]) if i["triple"] == "amdgcn-amd-amdhsa"]
+    assert amd19["producer"] == "hip" and "producer_note" not in amd19
+    for version in (19, 22):
+        objdump = find_tool(f"llvm-objdump-{version}")
+        if objdump:
+            (theirs,) = [t for t in _objdump(objdump, path) if t["triple"] == "amdgcn-amd-amdhsa"]
+            (ours,) = [i for i in _json(path, extra=[f"--llvm-version={version}"]) if i["triple"] == "amdgcn-amd-amdhsa"]
+            assert ours["producer"] == theirs["producer"]
+    table = run_cli("cli", "inspect", path).stdout.decode()
+    assert "hip?" in table and "note: hip?:" in table
+
+
+def test_fatbin_inside_a_package_is_unwrapped(hip, cuda):
+    path = samples.need(hip, "hip.pkg")
+    samples.need(cuda, "nvcc.fatbin")
+    nested = [i for i in _json(path) if i["container"] == "fatbin"]
+    assert {(i["image_kind"], i["arch"]) for i in nested} == samples.NVCC_IMAGES
+    assert all(i["wrappers"] == ["offload-binary"] and i["producer"] == "cuda" for i in nested)
+
+
+def test_archive_member_by_member(hip):
+    path = samples.need(hip, "mixed.a")
+    images = _json(path)
+    members = {i["path"].split(")")[0] + ")" for i in images}
+    assert f"{path}(bundle_obj.o)" in members
+    assert all(i["wrappers"][0] == "archive" for i in images)
+    ccob = [i for i in images if i["path"].startswith(f"{path}(bundle_ccob.bc)")]
+    assert ccob and all(i["compressed"] and i["wrappers"] == ["archive", "ccob"] for i in ccob)
+    if samples.cuda().get("nvcc.o"):
+        assert any(i["path"].startswith(f"{path}(nvcc.o):.nv_fatbin[") for i in images)
+
+
+def test_table_output(cuda):
+    path = samples.need(cuda, "nvcc.fatbin")
+    res = run_cli("cli", "inspect", path)
+    assert res.returncode == 0
+    lines = res.stdout.decode().splitlines()
+    assert lines[0].split() == ["PATH", "CONTAINER", "PRODUCER", "TRIPLE", "ARCH", "IMAGE_KIND", "SIZE", "COMPRESSED",
+                                "SHA256"]
+    assert len(lines) == 4 and all("sm_" in ln for ln in lines[1:])
+
+
+def test_file_without_images_lists_nothing(tmp_path):
+    p = tmp_path / "plain.txt"
+    p.write_text("hello\n")
+    assert inspect_file(str(p)) == []
+    assert _json(p) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input: one error line, status 1, never a traceback; corruption only raises OffloadError
+
+
+def _nested_sample() -> bytes:
+    """A package holding a fat binary and a plain image."""
+    fb = fatbin.write_fatbin([fatbin.make_entry(fatbin.KIND_ELF, 80, b"\x7fELF" + bytes(20)),
+                              fatbin.make_entry(fatbin.KIND_PTX, 90, b".version 9.0\n")])
+    return (write_offload_binary(make_image(fb, {"triple": "nvptx64-nvidia-cuda", "arch": "sm_80"},
+                                            image_kind=4, offload_kind=2))
+            + write_offload_binary(make_image(b"\x7fELF" + bytes(30), {"triple": "amdgcn-amd-amdhsa", "arch": "gfx90a"},
+                                              image_kind=1, offload_kind=1)))
+
+
+def test_nested_sample():
+    images = inspect_buffer(_nested_sample(), "x")
+    assert [(i.container, i.arch, i.image_kind) for i in images] == [
+        ("fatbin", "sm_80", "cubin"), ("fatbin", "sm_90", "ptx"), ("offload-binary", "gfx90a", "elf")]
+    assert "sm_80" in format_table(images)
+
+
+@pytest.mark.parametrize("name", ["nvcc.fatbin", "nvcc.o"])
+def test_truncated_real_inputs_give_one_error_line(cuda, tmp_path, name):
+    src = samples.need(cuda, name)
+    data = src.read_bytes()
+    for cut in (len(data) // 3, len(data) - 100):
+        bad = tmp_path / f"cut{cut}_{name}"
+        bad.write_bytes(data[:cut])
+        res = run_cli("cli", "inspect", bad)
+        err = res.stderr.decode().strip().splitlines()
+        assert res.returncode == 1 and len(err) == 1 and err[0].startswith("offload-tool: error: "), res.stderr
+        assert res.stdout == b""
+
+
+def test_missing_file_is_one_error_line(tmp_path):
+    res = run_cli("cli", "inspect", tmp_path / "nope.o")
+    assert res.returncode == 1 and res.stderr.decode().count("\n") == 1 and b"nope.o" in res.stderr
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_corruption_only_raises_offload_error(data):
+    blob = bytearray(_nested_sample())
+    for _ in range(data.draw(st.integers(1, 8))):
+        pos = data.draw(st.integers(0, len(blob) - 1))
+        blob[pos] = data.draw(st.integers(0, 255))
+    if data.draw(st.booleans()):
+        blob = blob[: data.draw(st.integers(0, len(blob)))]
+    try:
+        for img in inspect_buffer(bytes(blob), "fuzz"):
+            assert len(img.sha256) == 64
+    except OffloadError:
+        pass
