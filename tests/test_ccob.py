@@ -1,0 +1,209 @@
+"""Compressed bundles (CCOB v1/v2/v3, zlib/zstd): headers, round trips, checks LLVM lacks, interop."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import struct
+import zlib
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from conftest import need_tool, run
+from offload_tool import ccob
+from offload_tool.bundle import BundleEntry, read_binary_bundle, write_binary_bundle
+from offload_tool.errors import CompressionError, OffloadError, UsageError
+
+
+def _bundle(payloads=(b"Content of device file 1\n", b"Content of device file 2\n" * 40)) -> bytes:
+    out = io.BytesIO()
+    ids = ["hip-amdgcn-amd-amdhsa--gfx900", "hip-amdgcn-amd-amdhsa--gfx906"]
+    write_binary_bundle([BundleEntry(i, p) for i, p in zip(ids, payloads)], out)
+    return out.getvalue()
+
+
+def _v1(data: bytes, method: int = 0) -> bytes:
+    """A v1 CCOB (no writer produces these any more; LLVM still reads them)."""
+    payload = zlib.compress(data, 6) if method == 0 else __import__("zstandard").ZstdCompressor().compress(data)
+    digest = hashlib.md5(data).digest()[:8]
+    return struct.pack("<4sHHI", b"CCOB", 1, method, len(data)) + digest + payload
+
+
+@pytest.mark.parametrize("method", ["zstd", "zlib"])
+@pytest.mark.parametrize("version", [2, 3])
+def test_round_trip_and_header(method, version):
+    data = _bundle()
+    blob = ccob.compress(data, method=method, version=version)
+    info = ccob.read_header(blob)
+    assert (info.version, info.method, info.uncompressed_size) == (version, method, len(data))
+    assert info.header_size == (24 if version == 2 else 32) and info.total_size == len(blob)
+    assert info.truncated_md5 == int.from_bytes(hashlib.md5(data).digest()[:8], "little")
+    assert blob[8 if version == 2 else 8:12] == struct.pack("<I", len(blob))
+    out, info2 = ccob.decompress(blob)
+    assert bytes(out) == data and info2 == info
+
+
+def test_zlib_bytes_match_compress2():
+    # LLVM's zlib path is compress2(level): identical to Python's zlib.compress.
+    data = _bundle()
+    blob = ccob.compress(data, method="zlib")
+    assert blob[24:] == zlib.compress(data, 6)
+
+
+@pytest.mark.parametrize("method", [0, 1])
+def test_read_v1(method):
+    data = _bundle()
+    out, info = ccob.decompress(_v1(data, method))
+    assert bytes(out) == data and info.version == 1 and info.total_size is None and info.header_size == 20
+
+
+def test_verbose_lines():
+    lines: list[str] = []
+    blob = ccob.compress(_bundle(), verbose=True, log=lines.append)
+    text = "".join(lines).splitlines()
+    assert [t.split(":")[0] for t in text] == [
+        "Compressed bundle format version", "Total file size (including headers)", "Compression method used",
+        "Compression level", "Binary size before compression", "Binary size after compression",
+        "Compression rate", "Compression ratio", "Compression speed", "Truncated MD5 hash"]
+    assert text[0] == "Compressed bundle format version: 2" and text[2] == "Compression method used: zstd"
+    assert text[3] == "Compression level: 3" and text[1] == f"Total file size (including headers): {len(blob):,} bytes"
+    lines.clear()
+    ccob.decompress(blob, verbose=True, log=lines.append)
+    text = "".join(lines).splitlines()
+    assert text[1] == f"Total file size (from header): {len(blob):,} bytes"
+    assert text[2] == "Decompression method: zstd" and text[-1] == "Hashes match: Yes"
+    lines.clear()
+    ccob.decompress(_v1(_bundle()), verbose=True, log=lines.append)
+    assert not "".join(lines).splitlines()[1].startswith("Total file size")
+
+
+def test_hash_mismatch_is_an_error():
+    blob = bytearray(ccob.compress(_bundle()))
+    blob[16] ^= 1
+    with pytest.raises(CompressionError, match="MD5 mismatch"):
+        ccob.decompress(bytes(blob))
+
+
+@pytest.mark.parametrize("method", ["zstd", "zlib"])
+def test_size_claims_are_checked(method):
+    data = _bundle()
+    blob = bytearray(ccob.compress(data, method=method))
+    big = bytearray(blob)
+    struct.pack_into("<I", big, 12, 0xFFFFFFF0)  # claims 4 GiB: rejected without allocating it
+    with pytest.raises(CompressionError, match="holds fewer|limit"):
+        ccob.decompress(bytes(big), max_uncompressed_size=1 << 40)
+    with pytest.raises(CompressionError, match="exceeds the limit"):
+        ccob.decompress(bytes(big), max_uncompressed_size=1 << 20)
+    small = bytearray(blob)
+    struct.pack_into("<I", small, 12, 10)
+    with pytest.raises(CompressionError, match="too small"):
+        ccob.decompress(bytes(small))
+
+
+def test_bad_headers():
+    blob = ccob.compress(_bundle())
+    with pytest.raises(CompressionError, match="too small"):
+        ccob.decompress(blob[:20])
+    with pytest.raises(CompressionError, match="Unknown compressing method"):
+        ccob.decompress(blob[:6] + b"\x07\x00" + blob[8:])
+    with pytest.raises(CompressionError, match="version 9"):
+        ccob.decompress(blob[:4] + b"\x09\x00" + blob[6:])
+    with pytest.raises(CompressionError, match="exceeds the"):
+        ccob.decompress(blob[:-5])  # v2 total-size field now larger than the file
+    with pytest.raises(CompressionError, match="Could not decompress"):
+        ccob.decompress(blob[:24] + b"\x00" * (len(blob) - 24))
+    with pytest.raises(UsageError):
+        ccob.compress(b"x", version=1)
+    assert not ccob.is_compressed(b"CCO") and ccob.is_compressed(b"CCOB")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(max_size=5000), st.sampled_from(["zstd", "zlib"]), st.sampled_from([2, 3]),
+       st.integers(1, 9))
+def test_round_trip_property(data, method, version, level):
+    out, info = ccob.decompress(ccob.compress(data, method=method, version=version, level=level))
+    assert bytes(out) == data and info.uncompressed_size == len(data)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_corruption_only_raises_offload_error(data):
+    method = data.draw(st.sampled_from(["zstd", "zlib"]))
+    version = data.draw(st.sampled_from([1, 2, 3]))
+    raw = _bundle()
+    blob = bytearray(_v1(raw, 0 if method == "zlib" else 1) if version == 1 else
+                     ccob.compress(raw, method=method, version=version))
+    for _ in range(data.draw(st.integers(1, 3))):
+        blob[data.draw(st.integers(0, len(blob) - 1))] = data.draw(st.integers(0, 255))
+    blob = blob[:data.draw(st.integers(0, len(blob)))]
+    try:
+        out, _ = ccob.decompress(bytes(blob))
+    except OffloadError:
+        return
+    assert bytes(out) == raw  # anything accepted must be the original (MD5 checked)
+
+
+def test_large_input_uses_threads_and_stays_readable(tmp_path):
+    """An input over the threading threshold: zstd workers; LLVM 19 must still read it."""
+    exe = need_tool("clang-offload-bundler-19")
+    payload = os.urandom(1 << 20) * 12  # 12 MiB, compressible across the repeats
+    (tmp_path / "dev").write_bytes(payload)
+    out = io.BytesIO()
+    write_binary_bundle([BundleEntry("hip-amdgcn-amd-amdhsa--gfx906", payload)], out)
+    raw = out.getvalue()
+    with open(tmp_path / "c.hipfb", "wb") as f:
+        info = ccob.compress_chunks([raw[:1000], raw[1000:]], len(raw), f)
+    assert info.compressed_size < len(raw) // 4
+    res = run([exe, "-type=bc", "-unbundle", "-targets=hip-amdgcn-amd-amdhsa--gfx906", "-input=c.hipfb",
+               "-output=d"], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "d").read_bytes() == payload
+
+
+@pytest.mark.parametrize("tool, env_version, expect_version", [
+    ("clang-offload-bundler-19", None, 2),
+    ("clang-offload-bundler-22", None, 3),
+    ("clang-offload-bundler-22", "2", 2),
+])
+def test_we_read_llvm_compressed(tmp_path, tool, env_version, expect_version):
+    exe = need_tool(tool)
+    (tmp_path / "a").write_bytes(b"Content of device file 1\n")
+    (tmp_path / "b").write_bytes(b"Content of device file 2\n" * 100)
+    env = dict(os.environ)
+    env.pop("COMPRESSED_BUNDLE_FORMAT_VERSION", None)
+    if env_version:
+        env["COMPRESSED_BUNDLE_FORMAT_VERSION"] = env_version
+    res = run([exe, "-type=bc", "-compress", "-targets=hip-amdgcn-amd-amdhsa--gfx900,hip-amdgcn-amd-amdhsa--gfx906",
+               "-input=a", "-input=b", "-output=c"], cwd=tmp_path, env=env)
+    assert res.returncode == 0, res.stderr
+    data, info = ccob.decompress((tmp_path / "c").read_bytes())
+    assert info.version == expect_version and info.method == "zstd"
+    assert [bytes(e.data) for e in read_binary_bundle(data)] == [(tmp_path / "a").read_bytes(),
+                                                                 (tmp_path / "b").read_bytes()]
+
+
+@pytest.mark.parametrize("tool, version, method", [
+    ("clang-offload-bundler-19", 2, "zstd"), ("clang-offload-bundler-19", 2, "zlib"),
+    ("clang-offload-bundler-22", 2, "zstd"), ("clang-offload-bundler-22", 3, "zstd"),
+    ("clang-offload-bundler-22", 3, "zlib"),
+])
+def test_llvm_reads_ours(tmp_path, tool, version, method):
+    exe = need_tool(tool)
+    payloads = (b"Content of device file 1\n", b"Content of device file 2\n" * 100)
+    (tmp_path / "c").write_bytes(ccob.compress(_bundle(payloads), method=method, version=version))
+    res = run([exe, "-type=bc", "-unbundle", "-targets=hip-amdgcn-amd-amdhsa--gfx900,hip-amdgcn-amd-amdhsa--gfx906",
+               "-input=c", "-output=x", "-output=y", "-verbose"], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert b"Hashes match: Yes" in res.stderr
+    assert (tmp_path / "x").read_bytes() == payloads[0] and (tmp_path / "y").read_bytes() == payloads[1]
+
+
+def test_llvm19_cannot_read_v3(tmp_path):
+    """Why v2 stays the default: LLVM 19 misreads v3 (documented LLVM behaviour, not ours)."""
+    exe = need_tool("clang-offload-bundler-19")
+    (tmp_path / "c").write_bytes(ccob.compress(_bundle(), version=3))
+    res = run([exe, "-type=bc", "-unbundle", "-targets=hip-amdgcn-amd-amdhsa--gfx900", "-input=c", "-output=x"],
+              cwd=tmp_path)
+    assert res.returncode != 0
