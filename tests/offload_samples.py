@@ -41,6 +41,16 @@ int main(void) {
 }
 """
 
+#: clang's CUDA mode without CUDA 13's headers (which clang 19/22 cannot parse): just the
+#: declarations clang needs to emit a kernel launch stub.
+CLANG_CUDA_SRC = """\
+struct dim3 { unsigned x, y, z; };
+typedef struct CUstream_st *cudaStream_t;
+extern "C" int cudaLaunchKernel(const void *, dim3, dim3, void **, unsigned long, cudaStream_t);
+extern "C" int __cudaPushCallConfiguration(dim3, dim3, unsigned long = 0, void * = 0);
+__attribute__((global)) void saxpy(int n, float a, const float *x, float *y) { if (n > 0) y[0] = a * x[0] + y[0]; }
+"""
+
 HIP_SRC = """\
 #include <hip/hip_runtime.h>
 __global__ void vadd(float *a, const float *b, int n) { int i = threadIdx.x; if (i < n) a[i] += b[i]; }
@@ -111,6 +121,17 @@ def cuda() -> dict[str, Path | None]:
         s["nvcc.exe"] = _build(d / "nvcc.exe", nvcc, *NVCC_GENCODES, s["nvcc.o"])
     s["rdc.o"] = _build(d / "rdc.o", nvcc, "-rdc=true", "-c", "-gencode", "arch=compute_80,code=sm_80",
                         "-gencode", "arch=compute_90a,code=[sm_90a,compute_90a]", src)
+    # clang 22 CUDA: the old offload model runs CUDA's fatbinary (`.nv_fatbin`); -fgpu-rdc with the
+    # new driver embeds an OffloadBinary instead.  (clang 19 cannot drive CUDA 13's fatbinary.)
+    c22 = find_tool("clang-22")
+    if c22:
+        csrc = d / "clang_saxpy.cu"
+        csrc.write_text(CLANG_CUDA_SRC)
+        cflags = ["-x", "cuda", "--cuda-path=/usr/local/cuda", "-nocudainc", "-nocudalib", "-Wno-unknown-cuda-version"]
+        s["clang22_cuda.o"] = _build(d / "clang22_cuda.o", c22, *cflags, "--cuda-gpu-arch=sm_80",
+                                     "--cuda-gpu-arch=sm_90", "-c", csrc)
+        s["clang22_rdc.o"] = _build(d / "clang22_rdc.o", c22, *cflags, "--offload-new-driver", "-fgpu-rdc",
+                                    "--cuda-gpu-arch=sm_80", "-c", csrc)
     return s
 
 

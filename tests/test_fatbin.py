@@ -111,6 +111,15 @@ def test_nvcc_object_sections(cuda):
     assert "--compile-only" in fb.entries[2].ptx_options
 
 
+def test_clang_cuda_fatbin(cuda):
+    """clang 22's CUDA mode runs CUDA's fatbinary: same container, one cubin per --cuda-gpu-arch."""
+    obj = samples.need(cuda, "clang22_cuda.o")
+    data = _elf_sections(obj)[".nv_fatbin"]
+    (fb,) = read_fatbins(data)
+    assert [(e.kind_name, e.arch, e.compressed) for e in fb.entries] == [("elf", "sm_80", False), ("elf", "sm_90", False)]
+    assert write_fatbin(fb.entries) == data
+
+
 def test_linked_program_holds_concatenated_fatbins(cuda):
     exe = samples.need(cuda, "nvcc.exe")
     data = _elf_sections(exe)[".nv_fatbin"]

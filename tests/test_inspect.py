@@ -127,6 +127,18 @@ def test_rdc_object(cuda):
     assert all(i["path"].startswith(f"{path}:__nv_relfatbin[") and i["compressed"] for i in images)
 
 
+def test_clang_cuda_objects(cuda):
+    """clang 22 CUDA: `.nv_fatbin` written by CUDA's fatbinary (old model), OffloadBinary (new driver, rdc)."""
+    old, new = samples.need(cuda, "clang22_cuda.o", "clang22_rdc.o")
+    images = _json(old)
+    assert [(i["container"], i["image_kind"], i["arch"]) for i in images] == [("fatbin", "cubin", "sm_80"),
+                                                                              ("fatbin", "cubin", "sm_90")]
+    (img,) = _json(new)
+    theirs = _objdump(need_tool("llvm-objdump-22"), new)
+    assert [(img["image_kind"], img["arch"], img["triple"], img["producer"])] == \
+        [(t["kind"], t["arch"], t["triple"], t["producer"]) for t in theirs]
+
+
 def test_against_cuobjdump(cuda):
     cuobjdump = need_tool("cuobjdump")
     path = samples.need(cuda, "nvcc.o")
