@@ -17,10 +17,11 @@ Two readings are provided:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable
 
 from .errors import BundleError, TargetIDError, UsageError
-from .target_id import _amdgcn_names, _string_to_offload_arch, conflicting_target_ids, parse_target_id
+from .target_id import TargetID, _amdgcn_names, _string_to_offload_arch, conflicting_target_ids, parse_target_id
 from .triple import is_compatible_with, is_valid_arch, split_triple4
 
 __all__ = [
@@ -96,6 +97,7 @@ def _is_processor_name(name: str) -> bool:
             or name in _amdgcn_names("19") or name in _amdgcn_names("22"))
 
 
+@lru_cache(maxsize=4096)  # archives repeat the same few IDs thousands of times
 def parse_bundle_entry_id(raw: str) -> BundleEntryID:
     """Read an entry ID as stored by clang 15, 19 or 22 (see the module docstring).
 
@@ -155,17 +157,22 @@ def is_code_object_compatible(code_object: "str | BundleEntryID", target: "str |
     if not triples_ok or not is_offload_kind_compatible(co.kind, tg.kind,
                                                         hip_openmp_compatible=hip_openmp_compatible):
         return False
-    try:
-        co_tid = parse_target_id(co.target_id, co.triple, llvm_version)
-        tg_tid = parse_target_id(tg.target_id, tg.triple, llvm_version)
-    except TargetIDError:
-        return False
-    if co_tid.processor != tg_tid.processor:
+    co_tid = _target_id_or_none(co.target_id, co.triple, llvm_version)
+    tg_tid = _target_id_or_none(tg.target_id, tg.triple, llvm_version)
+    if co_tid is None or tg_tid is None or co_tid.processor != tg_tid.processor:
         return False
     target_features = dict(tg_tid.features)
     if len(co_tid.features) > len(target_features):
         return False
     return all(target_features.get(name) == on for name, on in co_tid.features)
+
+
+@lru_cache(maxsize=4096)
+def _target_id_or_none(target_id: str, triple: str, llvm_version: int) -> TargetID | None:
+    try:
+        return parse_target_id(target_id, triple, llvm_version)
+    except TargetIDError:
+        return None
 
 
 def validate_bundler_targets(raw_targets: list[str], *, bundling: bool) -> list[BundleEntryID]:

@@ -91,7 +91,8 @@ VALIDATION_ERRORS = [
     (["host-x86_64-unknown-linux-gnu", "hip-amdgcn-amd-amdhsa--gfx906", "hip-amdgcn-amd-amdhsa--gfx906:xnack+"],
      True, BundleError, "Cannot bundle inputs with conflicting targets: 'hip-amdgcn-amd-amdhsa--gfx906' and "
                         "'hip-amdgcn-amd-amdhsa--gfx906:xnack+'"),
-    (["hip-amdgcn-amd-amdhsa--gfx906", "hipv4-amdgcn-amd-amdhsa--gfx906:xnack+", "hip-amdgcn-amd-amdhsa--gfx906:sramecc+"],
+    (["hip-amdgcn-amd-amdhsa--gfx906", "hipv4-amdgcn-amd-amdhsa--gfx906:xnack+",
+      "hip-amdgcn-amd-amdhsa--gfx906:sramecc+"],
      True, BundleError, "Cannot bundle inputs with conflicting targets: 'hip-amdgcn-amd-amdhsa--gfx906' and "
                         "'hip-amdgcn-amd-amdhsa--gfx906:sramecc+'"),
     (["host-x86_64-unknown-linux-gnu", "hip-amdgcn-amd-amdhsa--gfx906", "hip-amdgcn-amd-amdhsa--gfx906"],
@@ -116,7 +117,8 @@ VALIDATION_ERRORS = [
 ]
 
 VALIDATION_OK = [
-    (["host-x86_64-unknown-linux-gnu", "hip-amdgcn-amd-amdhsa--gfx906:xnack", "hip-amdgcn-amd-amdhsa--gfx906:xnack+"], True),
+    (["host-x86_64-unknown-linux-gnu", "hip-amdgcn-amd-amdhsa--gfx906:xnack",
+      "hip-amdgcn-amd-amdhsa--gfx906:xnack+"], True),
     (["host-x86_64-unknown-linux-gnu", "hip-amdgcn-amd-amdhsa--gfx906", "hip-amdgcn-amd-amdhsa-gfx906"], True),
     (["hip-amdgcn-amd-amdhsa--gfx906:sramecc+:xnack+", "hip-amdgcn-amd-amdhsa--gfx906:xnack+",
       "hip-amdgcn-amd-amdhsa--gfx90a"], True),

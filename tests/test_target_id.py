@@ -7,7 +7,7 @@ import re
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import find_tool, need_tool, run
+from conftest import need_tool, run
 from offload_tool.errors import OffloadError, TargetIDError
 from offload_tool.target_id import (BAD_ARCH_COMBO_MSG, BAD_TARGET_ID_MSG, TargetID, allowed_features,
                                     canonical_offload_arch, canonical_processor, conflicting_target_ids,

@@ -146,7 +146,8 @@ def test_normalize_total(parts):
     out = normalize(raw)
     assert isinstance(out, str) and out
     if not any(p in ("mingw32", "windows") for p in parts):
-        assert sorted(p for p in out.split("-") if p != "unknown") == sorted(p for p in parts if p not in ("", "unknown"))
+        kept = sorted(p for p in parts if p not in ("", "unknown"))
+        assert sorted(p for p in out.split("-") if p != "unknown") == kept
 
 
 @settings(max_examples=25, deadline=None)
