@@ -127,13 +127,14 @@ def run(argv: list[str], env=os.environ) -> int:
         sys.stdout.write(f"{PROG} {VERSION} (offload-tool; drop-in for clang-offload-bundler 19)\n")
         return 0
     if not values["type"]:
-        raise _Fail(f"for the --type option: must be specified at least once!")
+        raise _Fail("for the --type option: must be specified at least once!")
     files_type = values["type"][-1]
-    for name in ("bundle-align", "compression-level"):
-        if len(values[name]) > 1:
-            raise _Fail(f"for the --{name} option: may only occur zero or one times!")
-    bundle_align = _uint("bundle-align", values["bundle-align"][0], False) if values["bundle-align"] else 1
-    level = _uint("compression-level", values["compression-level"][0], True) if values["compression-level"] else None
+    # Like LLVM's cl::opt, a repeated option keeps its last value.
+    bundle_align = _uint("bundle-align", values["bundle-align"][-1], False) if values["bundle-align"] else 1
+    level = _uint("compression-level", values["compression-level"][-1], True) if values["compression-level"] else None
+    if bundle_align == 0:
+        # LLVM 19 divides by zero (SIGFPE); refuse instead.
+        raise _Fail("for the --bundle-align option: must be at least 1")
     unbundle, list_ids = flags.get("unbundle", False), flags.get("list", False)
     check_archive = flags.get("check-input-archive", False)
     targets = values["targets"]

@@ -1,0 +1,256 @@
+"""offload-bundler CLI: options, messages and exit statuses as clang-offload-bundler 19; atomic outputs;
+environment variables; damaged inputs give one-line errors."""
+
+from __future__ import annotations
+
+import os
+import struct
+
+import pytest
+
+from conftest import find_tool, need_tool, run, run_cli
+from offload_tool import bundler_api, ccob
+from offload_tool.errors import BundleError, OffloadError, UsageError
+
+HOST = "host-x86_64-unknown-linux-gnu"
+OMP = "openmp-powerpc64le-ibm-linux-gnu"
+HIP906 = "hip-amdgcn-amd-amdhsa--gfx906"
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "h").write_bytes(b"host code\n")
+    (tmp_path / "t1").write_bytes(b"Content of device file 1\n")
+    (tmp_path / "t2").write_bytes(b"Content of device file 2\n")
+    return tmp_path
+
+
+def cli(tmp_path, *args, env=None):
+    e = dict(os.environ)
+    e["PYTHONPATH"] = str(__import__("conftest").REPO) + os.pathsep + e.get("PYTHONPATH", "")
+    for k in ("OFFLOAD_BUNDLER_COMPRESS", "OFFLOAD_BUNDLER_VERBOSE", "OFFLOAD_BUNDLER_COMPRESSION_LEVEL",
+              "OFFLOAD_BUNDLER_IGNORE_ENV_VAR", "COMPRESSED_BUNDLE_FORMAT_VERSION"):
+        e.pop(k, None)
+    e.update(env or {})
+    return run_cli("bundler", *args, cwd=tmp_path, env=e)
+
+
+def _assert_one_line_error(res, message: str | None = None):
+    err = res.stderr.decode()
+    assert res.returncode == 1, err
+    lines = [line for line in err.splitlines() if "warning:" not in line]
+    assert len(lines) == 1 and lines[0].startswith("offload-bundler: error: "), err
+    assert "Traceback" not in err
+    if message is not None:
+        assert lines[0] == "offload-bundler: error: " + message
+
+
+# (arguments, LLVM 19's message after "error: ") -- lit test CK-ERR* and §5.1.
+ERRORS = [
+    (["-type=bc", f"-targets={HOST}", "-input=h"], "no output file specified!"),
+    (["-type=bc", "-input=h", "-output=x"], "for the --targets option: must be specified at least once!"),
+    (["-targets=" + HOST, "-input=h", "-output=x"], "for the --type option: must be specified at least once!"),
+    (["-type=zz", f"-targets={HOST}", "-input=h", "-output=x"], "'zz': invalid file type specified"),
+    (["-type=bc", f"-targets={HOST}", "-input=nonexist", "-output=x"], "'nonexist': No such file or directory"),
+    (["-type=bc", "-targets=hxst-powerpcxxle-ibm-linux-gnu", "-input=h", "-output=x"],
+     "invalid target 'hxst-powerpcxxle-ibm-linux-gnu', unknown offloading kind 'hxst', unknown target triple "
+     "'powerpcxxle-ibm-linux-gnu'"),
+    (["-type=bc", f"-targets={OMP}", "-input=h", "-output=x"], "expecting exactly one host target but got 0"),
+    (["-type=bc", f"-targets={HOST},{HOST}", "-input=h", "-input=h", "-output=x"],
+     "Duplicate targets are not allowed"),
+    (["-type=a", f"-targets={HOST}", "-input=h", "-output=x"], "Archive files are only supported for unbundling"),
+    (["-type=bc", f"-targets={HOST}", "-input=h", "-inputs=h", "-output=x"],
+     "-inputs and -input cannot be used together, use only -input instead"),
+    (["-type=bc", f"-targets={HOST}", "-input=h", "-output=x", "-outputs=y"],
+     "-outputs and -output cannot be used together, use only -output instead"),
+    (["-type=bc", f"-targets={HOST}", "-input=h", "-output=x", "-output=y"],
+     "only one output file supported in bundling mode"),
+    (["-type=bc", f"-targets={HOST},{OMP}", "-input=h", "-output=x"],
+     "number of input files and targets should match in bundling mode"),
+    (["-type=bc", "-unbundle", f"-targets={HOST}", "-input=h", "-input=h", "-output=x"],
+     "only one input file supported in unbundling mode"),
+    (["-type=bc", "-unbundle", f"-targets={HOST},{OMP}", "-input=h", "-output=x"],
+     "number of output files and targets should match in unbundling mode"),
+    (["-type=bc", "-list", "-unbundle", "-input=h"], "-unbundle and -list cannot be used together"),
+    (["-type=bc", "-list", "-input=h", "-input=h"], "only one input file supported for -list"),
+    (["-type=bc", "-list", "-input=h", "-output=x"], "-outputs option is invalid for -list"),
+    (["-type=bc", "-list", "-input=h", f"-targets={HOST}"], "-targets option is invalid for -list"),
+    (["-type=bc", "-check-input-archive", f"-targets={HOST}", "-input=h", "-output=x"],
+     "-check-input-archive cannot be used while bundling"),
+    (["-type=bc", "-unbundle", "-check-input-archive", f"-targets={HOST}", "-input=h", "-output=x"],
+     "-check-input-archive can only be used for unbundling archives (-type=a)"),
+    (["-type=bc", "-targets=hip-amdgcn-amd-amdhsa--gfx906,hip-amdgcn-amd-amdhsa--gfx906:xnack+", "-input=t1",
+      "-input=t2", "-output=x"],
+     "Cannot bundle inputs with conflicting targets: 'hip-amdgcn-amd-amdhsa--gfx906' and "
+     "'hip-amdgcn-amd-amdhsa--gfx906:xnack+'"),
+]
+
+
+@pytest.mark.parametrize("args, message", ERRORS, ids=[m[:40] for _, m in ERRORS])
+def test_errors_match_llvm(files, args, message):
+    res = cli(files, *args)
+    _assert_one_line_error(res, message)
+    assert not (files / "x").exists()
+    llvm = find_tool("clang-offload-bundler-19")
+    if llvm:
+        ref = run([llvm, *args], cwd=files)
+        assert ref.returncode == 1
+        assert ref.stderr.decode().splitlines()[-1].endswith(message)
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["-type=bc", "-bundle-align=x", f"-targets={HOST}", "-input=h", "-output=x"], "'x' value invalid for uint"),
+    (["-type=bc", "-bundle-align=0", f"-targets={HOST}", "-input=h", "-output=x"], "must be at least 1"),
+    (["-type=bc", "-compression-level=x", f"-targets={HOST}", "-input=h", "-output=x"], "invalid for integer"),
+    (["-type=bc", "-foo"], "Unknown command line argument '-foo'"),
+    (["-type=bc", "-unbundle=2"], "invalid value for boolean argument"),
+    (["-type=bc", "h"], "unexpected argument 'h'"),
+    (["-type"], "requires a value"),
+])
+def test_option_syntax_errors(files, args, fragment):
+    res = cli(files, *args)
+    _assert_one_line_error(res)
+    assert fragment in res.stderr.decode()
+
+
+def test_help_and_version(files):
+    res = cli(files, "--help")
+    assert res.returncode == 0 and b"--bundle-align=<uint>" in res.stdout and b"hipi - hip-cpp-output" in res.stdout
+    assert cli(files, "-help").stdout == res.stdout and cli(files, "-h").returncode == 0
+    res = cli(files, "--version")
+    assert res.returncode == 0 and b"offload-bundler" in res.stdout
+
+
+def test_option_spellings(files):
+    """Single/double dash, `-opt value`, comma lists, repeated -targets, deprecated -inputs/-outputs."""
+    res = cli(files, "--type", "bc", "--targets", f"{HOST},{OMP}", "--input", "h", "-input=t1", "--output=a.bc")
+    assert res.returncode == 0, res.stderr
+    res = cli(files, "-type=bc", f"-targets={HOST}", f"-targets={OMP}", "-inputs=h,t1", "-output", "b.bc")
+    assert res.returncode == 0 and b"warning: -inputs is deprecated, use -input instead" in res.stderr
+    assert (files / "a.bc").read_bytes() == (files / "b.bc").read_bytes()
+    res = cli(files, "-type=bc", "-unbundle=true", f"-targets={OMP},{HOST}", "-input=a.bc", "-outputs=o1,o2")
+    assert res.returncode == 0 and b"-outputs is deprecated" in res.stderr
+    assert (files / "o1").read_bytes() == (files / "t1").read_bytes()
+    assert (files / "o2").read_bytes() == (files / "h").read_bytes()
+    res = cli(files, "--list", "--type=bc", "--input=a.bc")
+    assert sorted(res.stdout.decode().split()) == sorted([HOST + "-", OMP + "-"])
+
+
+def test_failed_unbundle_leaves_no_outputs(files):
+    assert cli(files, "-type=bc", f"-targets={HOST},{OMP}", "-input=h", "-input=t1", "-output=b.bc").returncode == 0
+    (files / "stale").write_bytes(b"old contents")
+    res = cli(files, "-type=bc", "-unbundle", f"-targets={HOST},{HIP906}", "-input=b.bc", "-output=new",
+              "-output=stale")
+    _assert_one_line_error(res, f"Can't find bundles for {HIP906}")
+    assert not (files / "new").exists() and (files / "stale").read_bytes() == b"old contents"
+    assert not [p for p in os.listdir(files) if p.endswith(".tmp")]
+
+
+def test_allow_missing_bundles(files):
+    assert cli(files, "-type=bc", f"-targets={HOST},{OMP}", "-input=h", "-input=t1", "-output=b.bc").returncode == 0
+    res = cli(files, "-type=bc", "-unbundle", "-allow-missing-bundles", f"-targets={HOST},{HIP906}",
+              "-input=b.bc", "-output=x", "-output=y")
+    assert res.returncode == 0
+    assert (files / "x").read_bytes() == b"host code\n" and (files / "y").read_bytes() == b""
+    # A plain file (no bundle): host output is the whole input, others empty.
+    res = cli(files, "-type=bc", "-unbundle", "-allow-missing-bundles", f"-targets={OMP},{HOST}", "-input=t2",
+              "-output=x", "-output=y")
+    assert res.returncode == 0
+    assert (files / "x").read_bytes() == b"" and (files / "y").read_bytes() == (files / "t2").read_bytes()
+
+
+def test_missing_host_bundle(files):
+    assert cli(files, "-type=bc", "-targets=hip-amdgcn-amd-amdhsa--gfx906,hip-amdgcn-amd-amdhsa--gfx900",
+               "-input=t1", "-input=t2", "-output=b.bc").returncode == 0
+    res = cli(files, "-type=bc", "-unbundle", f"-targets={HOST},{HIP906}", "-input=b.bc", "-output=x", "-output=y")
+    _assert_one_line_error(res, f"Can't find bundles for {HOST}-")
+    with pytest.raises(BundleError, match="Can't find bundles for hip-amdgcn-amd-amdhsa--gfx1010, "
+                                          "hip-amdgcn-amd-amdhsa--gfx803, and hip-amdgcn-amd-amdhsa--gfx908"):
+        bundler_api.unbundle("bc", ["hip-amdgcn-amd-amdhsa--gfx908", "hip-amdgcn-amd-amdhsa--gfx803",
+                                    "hip-amdgcn-amd-amdhsa--gfx1010"], files / "b.bc",
+                             [str(files / n) for n in "abc"])
+
+
+def test_env_compress_verbose_and_ignore(files):
+    base = ["-type=bc", "-targets=hip-amdgcn-amd-amdhsa--gfx900,hip-amdgcn-amd-amdhsa--gfx906", "-input=t1",
+            "-input=t2"]
+    res = cli(files, *base, "-output=c.bc", env={"OFFLOAD_BUNDLER_COMPRESS": "1", "OFFLOAD_BUNDLER_VERBOSE": "1"})
+    assert res.returncode == 0
+    err = res.stderr.decode().splitlines()
+    assert err[0] == "Compressed bundle format version: 2" and "Compression method used: zstd" in err
+    assert "Compression level: 3" in err
+    assert ccob.is_compressed((files / "c.bc").read_bytes())
+    res = cli(files, *base, "-output=d.bc", env={"OFFLOAD_BUNDLER_COMPRESS": "1", "OFFLOAD_BUNDLER_IGNORE_ENV_VAR": "1"})
+    assert res.returncode == 0 and not ccob.is_compressed((files / "d.bc").read_bytes())
+    res = cli(files, *base, "-output=e.bc", "-compress", "-verbose", "-compression-level=9",
+              env={"COMPRESSED_BUNDLE_FORMAT_VERSION": "3"})
+    err = res.stderr.decode().splitlines()
+    assert err[0] == "Compressed bundle format version: 3" and "Compression level: 9" in err
+    assert ccob.read_header((files / "e.bc").read_bytes()).version == 3
+    res = cli(files, *base, "-output=f.bc", "-compress", env={"OFFLOAD_BUNDLER_COMPRESSION_LEVEL": "x"})
+    assert res.returncode == 0
+    assert b"Warning: Invalid value for OFFLOAD_BUNDLER_COMPRESSION_LEVEL: x. Ignoring it." in res.stderr
+    res = cli(files, *base, "-output=g.bc", "-compress=false", env={"OFFLOAD_BUNDLER_COMPRESS": "1"})
+    assert not ccob.is_compressed((files / "g.bc").read_bytes())
+    res = cli(files, "-type=bc", "-unbundle", "-verbose", "-targets=hip-amdgcn-amd-amdhsa--gfx906", "-input=e.bc",
+              "-output=u")
+    assert res.returncode == 0 and b"Hashes match: Yes" in res.stderr
+    assert (files / "u").read_bytes() == (files / "t2").read_bytes()
+    res = cli(files, "-list", "-type=bc", "-input=c.bc")
+    assert sorted(res.stdout.split()) == [b"hip-amdgcn-amd-amdhsa--gfx900", b"hip-amdgcn-amd-amdhsa--gfx906"]
+
+
+def _bundle_bytes(files) -> bytes:
+    assert cli(files, "-type=bc", f"-targets={HOST},{OMP}", "-input=h", "-input=t1", "-output=b.bc").returncode == 0
+    return (files / "b.bc").read_bytes()
+
+
+@pytest.mark.parametrize("damage", [
+    lambda d: d[:30],                                      # truncated count
+    lambda d: d[:24] + struct.pack("<Q", 1 << 62) + d[32:],  # absurd entry count
+    lambda d: d[:60],                                      # truncated after the first entry (LLVM 19: SIGSEGV)
+    lambda d: d[:32] + struct.pack("<Q", 1 << 40) + d[40:],  # offset past the end
+    lambda d: d[:-3],                                      # last payload cut short
+])
+@pytest.mark.parametrize("mode", ["list", "unbundle"])
+def test_damaged_binary_input(files, damage, mode):
+    (files / "bad").write_bytes(damage(_bundle_bytes(files)))
+    if mode == "list":
+        res = cli(files, "-list", "-type=bc", "-input=bad")
+    else:
+        res = cli(files, "-unbundle", "-type=bc", f"-targets={HOST},{OMP}", "-input=bad", "-output=x", "-output=y")
+    _assert_one_line_error(res)
+    assert not (files / "x").exists() and not (files / "y").exists()
+
+
+@pytest.mark.parametrize("damage, fragment", [
+    (lambda d: d[:16], "too small"),
+    (lambda d: d[:16] + bytes([d[16] ^ 0xFF]) + d[17:], "MD5 mismatch"),
+    (lambda d: d[:12] + struct.pack("<I", 0xFFFFFFF0) + d[16:], "holds fewer"),
+    (lambda d: d[:24] + b"\xff" * (len(d) - 24), "Could not decompress"),
+])
+def test_damaged_compressed_input(files, damage, fragment):
+    blob = ccob.compress(_bundle_bytes(files))
+    (files / "bad").write_bytes(damage(blob))
+    res = cli(files, "-unbundle", "-type=bc", f"-targets={HOST}", "-input=bad", "-output=x")
+    _assert_one_line_error(res)
+    assert "Failed to decompress input: " in res.stderr.decode() and fragment in res.stderr.decode()
+    assert not (files / "x").exists()
+
+
+def test_unexpected_failures_are_one_line(files):
+    """A directory as input or output: still one line, exit 1."""
+    res = cli(files, "-list", "-type=bc", f"-input={files}")
+    _assert_one_line_error(res)
+    _bundle_bytes(files)
+    res = cli(files, "-unbundle", "-type=bc", f"-targets={HOST}", "-input=b.bc", "-output=nodir/x")
+    _assert_one_line_error(res)
+
+
+def test_api_errors_are_offload_errors(files):
+    with pytest.raises(UsageError):
+        bundler_api.bundle("bc", [HOST], [], str(files / "x"))
+    with pytest.raises(OffloadError):
+        bundler_api.list_bundle_ids("bc", files / "missing")
+    with pytest.raises(UsageError, match="invalid file type"):
+        bundler_api.list_bundle_ids("q", files / "h")
