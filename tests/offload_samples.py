@@ -146,6 +146,8 @@ def openmp() -> dict[str, Path | None]:
     c19, c22 = find_tool("clang-19"), find_tool("clang-22")
     if c19:
         s["omp19_nv.o"] = _build(d / "omp19_nv.o", c19, "-fopenmp", "--offload-arch=sm_80", NV_BC, "-c", src)
+        s["omp19_nv.bc"] = _build(d / "omp19_nv.bc", c19, "-fopenmp", "--offload-arch=sm_80", NV_BC, "-c", "-emit-llvm",
+                                  src)
         s["omp19_amd.o"] = _build(d / "omp19_amd.o", c19, "-fopenmp", "--offload-arch=gfx90a", ROCM_BC, "-c", src)
         if s["omp19_nv.o"]:
             s["omp19_nv.exe"] = _build(d / "omp19_nv.exe", c19, "-fopenmp", "--offload-arch=sm_80", NV_BC, s["omp19_nv.o"])

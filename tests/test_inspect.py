@@ -78,6 +78,15 @@ def test_openmp_images_match_llvm_objdump(omp, name, version):
         assert o["compressed"] is False and len(o["sha256"]) == 64
 
 
+def test_host_bitcode(omp):
+    """`-emit-llvm` host bitcode carries the package in its `.llvm.offloading` global."""
+    path = samples.need(omp, "omp19_nv.bc")
+    (img,) = _json(path)
+    assert (img["arch"], img["triple"], img["producer"], img["image_kind"]) == \
+        ("sm_80", "nvptx64-nvidia-cuda", "openmp", "llvm ir")  # -emit-llvm: the device side is bitcode too
+    assert img["wrappers"] == ["bitcode"]
+
+
 def test_omp22_lists_both_vendors(omp):
     path = samples.need(omp, "omp22.o")
     got = {(i["triple"], i["arch"]) for i in _json(path)}
