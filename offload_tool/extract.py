@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from .errors import OffloadBinaryError, OffloadError
-from .offload_binary import OffloadImage, is_bitcode, is_offload_binary, read_offload_binaries
+from .offload_binary import OffloadImage, is_bitcode, read_offload_binaries
 
 __all__ = ["FoundImage", "find_offload_images", "file_kind", "SHT_LLVM_OFFLOADING", "MAX_ARCHIVE_DEPTH"]
 

@@ -22,7 +22,7 @@ __all__ = [
     "OffloadImage", "read_offload_binaries", "read_offload_binary", "write_offload_binary",
     "write_offload_binary_to", "string_table", "image_kind_value", "image_kind_name",
     "image_kind_from_content", "image_kind_for_file", "objdump_image_kind_name", "offload_kind_value",
-    "offload_kind_name", "is_offload_binary", "is_bitcode", "llvm_path_extension",
+    "offload_kind_name", "is_offload_binary", "is_bitcode", "llvm_path_extension", "make_image",
 ]
 
 MAGIC = b"\x10\xff\x10\xad"

@@ -3,7 +3,6 @@ our reader agrees with `llvm-objdump-19/22 --offloading` on real clang 19 and 22
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 
 import pytest

@@ -11,7 +11,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import need_tool, run, run_cli
-from offload_tool.errors import OffloadError
 from offload_tool.offload_binary import OffloadImage, read_offload_binaries, write_offload_binary
 from offload_tool.packager import generated_name, main, parse_image_arguments
 
