@@ -80,8 +80,9 @@ FLAG_FAMILY_SPECIFIC = 0x200000  # `sm_100f`: the `f` suffix
 FLAG_NAMES = {FLAG_64BIT: "64bit", FLAG_DEBUG: "debug", FLAG_LINUX: "linux", FLAG_LZ4: "lz4",
               FLAG_ZSTD: "zstd", FLAG_ARCH_SPECIFIC: "arch-specific", FLAG_FAMILY_SPECIFIC: "family-specific"}
 
-#: The largest image we agree to inflate (the field is 64-bit; real images are megabytes).
-MAX_UNCOMPRESSED_SIZE = 1 << 32
+#: The largest image we agree to inflate (the field is 64-bit; real images are megabytes).  Memory
+#: grows only with what a stream really inflates to, never with the claimed size alone.
+MAX_UNCOMPRESSED_SIZE = 1 << 30
 #: Number of fat binaries / entries we agree to list from one buffer (bounds the work on garbage).
 MAX_ENTRIES = 1 << 16
 
@@ -359,14 +360,22 @@ def _zstd_decompress(data, expected: int, where: str) -> bytes:
         import zstandard
     except ImportError:  # pragma: no cover - zstandard is a declared dependency
         raise FatbinError(f"{where}: zstd-compressed image, but the zstandard module is missing") from None
+    chunks: list[bytes] = []
+    got = 0
     try:
         reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(bytes(data)), read_across_frames=False)
-        out = reader.read(expected + 1) if expected else b""
+        while got <= expected:  # read in bounded chunks: memory follows real output, not the claim
+            chunk = reader.read(min(1 << 20, expected + 1 - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
     except zstandard.ZstdError as exc:
         raise FatbinError(f"{where}: corrupt zstd data: {exc}") from None
+    out = b"".join(chunks)
     if len(out) != expected:
-        raise FatbinError(f"{where}: zstd data inflates to {'more than' if len(out) > expected else ''} "
-                          f"{len(out) if len(out) <= expected else expected} bytes, uncompressed_size says {expected}")
+        size = f"more than {expected}" if len(out) > expected else str(len(out))
+        raise FatbinError(f"{where}: zstd data inflates to {size} bytes, uncompressed_size says {expected}")
     return out
 
 

@@ -103,8 +103,9 @@ def content_image_kind(data) -> str:
 
 
 class _Scanner:
-    def __init__(self, llvm_version: int | None) -> None:
+    def __init__(self, llvm_version: int | None, keep_data: bool = True) -> None:
         self.llvm_version = llvm_version
+        self.keep_data = keep_data
         self.found: list[DeviceImage] = []
         self.files: list[str] = []
 
@@ -291,6 +292,8 @@ class _Scanner:
     def add(self, image: DeviceImage) -> None:
         image.file = self.files[-1] if self.files else ""
         image.sha256 = hashlib.sha256(image.data).hexdigest()
+        if not self.keep_data:
+            image.data = b""  # listing only: do not hold every (decompressed) image in memory
         self.found.append(image)
 
 
@@ -315,9 +318,11 @@ def _read_text_bundle(data):
     return bundle.read_text_bundle(data, _TEXT_COMMENTS[comment])
 
 
-def inspect_buffer(buf, name: str, *, llvm_version: int | None = None) -> list[DeviceImage]:
-    """Every device image in `buf` (the contents of the file called `name`)."""
-    scanner = _Scanner(llvm_version)
+def inspect_buffer(buf, name: str, *, llvm_version: int | None = None, keep_data: bool = True) -> list[DeviceImage]:
+    """Every device image in `buf` (the contents of the file called `name`).
+
+    With `keep_data=False` each image's bytes are dropped once hashed."""
+    scanner = _Scanner(llvm_version, keep_data)
     try:
         scanner.scan_file(_view(buf), name, [], 0)
     except OffloadError:
@@ -333,11 +338,9 @@ def inspect_file(path: str, *, llvm_version: int | None = None, keep_data: bool 
     dropped (`keep_data=False`) when only the listing is wanted."""
     from .fileio import open_input
     with open_input(path) as buf:
-        images = inspect_buffer(buf, str(path), llvm_version=llvm_version)
+        images = inspect_buffer(buf, str(path), llvm_version=llvm_version, keep_data=keep_data)
         for img in images:
-            if not keep_data:
-                img.data = b""
-            elif isinstance(img.data, memoryview):
+            if isinstance(img.data, memoryview):
                 img.data = bytes(img.data)
             for k, v in list(img.details.items()):
                 if isinstance(v, memoryview):

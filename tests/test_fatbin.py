@@ -253,3 +253,17 @@ def test_lz4_garbage_only_raises_fatbin_error(block, expected):
         assert len(out) == expected
     except FatbinError:
         pass
+
+
+def test_inflation_is_bounded_by_uncompressed_size():
+    import zstandard
+    big = zstandard.ZstdCompressor().compress(b"\0" * 1_000_000)
+    e = FatbinEntry(kind=KIND_PTX, sm=90, flags=FLAG_64BIT | FLAG_ZSTD, payload=big, compressed_size=len(big),
+                    uncompressed_size=100, options=b"")
+    (got,) = read_fatbin(write_fatbin([e])).entries
+    with pytest.raises(FatbinError, match="more than 100 bytes"):
+        got.image()
+    e.uncompressed_size = fatbin.MAX_UNCOMPRESSED_SIZE + 1
+    (got,) = read_fatbin(write_fatbin([e])).entries
+    with pytest.raises(FatbinError, match="implausibly large"):
+        got.image()
