@@ -3,6 +3,7 @@ our reader agrees with `llvm-objdump-19/22 --offloading` on real clang 19 and 22
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import pytest
@@ -304,3 +305,34 @@ def test_bitcode_follows_embedded_objects_metadata(tmp_path):
     assert [f.image.arch for f in found] == ["listed"]
     assert run([tool, tmp_path / "x.bc", "--image=triple=t"], cwd=tmp_path).returncode == 0
     assert sorted(p.name for p in tmp_path.glob("x-*")) == ["x-t-listed.0.o"]
+
+
+def test_llvm_objdump_alignment_scenario(tmp_path):
+    """llvm-objdump Offloading/alignment.test: a package at a file offset that is not a multiple of
+    8 still parses (LLVM copies it to aligned memory; we never depend on alignment)."""
+    clang = need_tool("clang-19")
+    from offload_tool import elf
+
+    pkg = b"".join(write_offload_binary(OffloadImage(2, 1, 0, {"triple": "amdgcn-amd-amdhsa", "arch": a}, b"x" * 5))
+                   for a in ("gfx908", "gfx90a"))
+    (tmp_path / "pkg").write_bytes(pkg)
+    (tmp_path / "e.c").write_text("int x;\n")
+    assert run([clang, "-c", tmp_path / "e.c", "-o", tmp_path / "e.o"]).returncode == 0
+    with open(tmp_path / "f.o", "wb") as out:
+        elf.add_sections((tmp_path / "e.o").read_bytes(), [
+            elf.NewSection(".llvm.offloading", pkg, elf.SHT_LLVM_OFFLOADING, elf.SHF_EXCLUDE, 8)], out)
+    # move the section's contents to an odd file offset at the end of the file (patch sh_offset)
+    data = bytearray((tmp_path / "f.o").read_bytes())
+    (sec,) = [s for s in elf.read_sections(bytes(data)) if s.name == ".llvm.offloading"]
+    e_shoff, e_shentsize = struct.unpack_from("<Q", data, 0x28)[0], struct.unpack_from("<H", data, 0x3A)[0]
+    new_offset = len(data) + (1 if len(data) % 8 == 0 else 0)
+    data += bytes(new_offset - len(data)) + pkg
+    struct.pack_into("<Q", data, e_shoff + sec.index * e_shentsize + 24, new_offset)
+    (tmp_path / "f.o").write_bytes(bytes(data))
+    data = bytes(data)
+    (sec,) = [s for s in elf.read_sections(data) if s.name == ".llvm.offloading"]
+    assert sec.offset % 8 != 0
+    assert [f.image.arch for f in find_offload_images(data, "f.o")] == ["gfx908", "gfx90a"]
+    objdump = find_tool("llvm-objdump-19")
+    if objdump:
+        assert _ours(tmp_path / "f.o", 19) == _objdump(objdump, tmp_path / "f.o")
