@@ -336,3 +336,23 @@ def test_llvm_objdump_alignment_scenario(tmp_path):
     objdump = find_tool("llvm-objdump-19")
     if objdump:
         assert _ours(tmp_path / "f.o", 19) == _objdump(objdump, tmp_path / "f.o")
+
+
+def test_llvm_objdump_content_failure_scenario(tmp_path):
+    """llvm-objdump Offloading/content-failure.test: the section's offset is beyond the end of
+    the file: one OffloadError, no crash."""
+    clang = need_tool("clang-19")
+    from offload_tool import elf
+
+    pkg = write_offload_binary(OffloadImage(2, 1, 0, {"triple": "t", "arch": "a"}, b""))
+    (tmp_path / "e.c").write_text("int x;\n")
+    assert run([clang, "-c", tmp_path / "e.c", "-o", tmp_path / "e.o"]).returncode == 0
+    with open(tmp_path / "f.o", "wb") as out:
+        elf.add_sections((tmp_path / "e.o").read_bytes(), [
+            elf.NewSection(".llvm.offloading", pkg, elf.SHT_LLVM_OFFLOADING, elf.SHF_EXCLUDE, 8)], out)
+    data = bytearray((tmp_path / "f.o").read_bytes())
+    (sec,) = [s for s in elf.read_sections(bytes(data)) if s.name == ".llvm.offloading"]
+    e_shoff, e_shentsize = struct.unpack_from("<Q", data, 0x28)[0], struct.unpack_from("<H", data, 0x3A)[0]
+    struct.pack_into("<Q", data, e_shoff + sec.index * e_shentsize + 24, 0x10000000)
+    with pytest.raises(OffloadError):
+        find_offload_images(bytes(data), "f.o")
