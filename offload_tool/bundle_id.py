@@ -22,11 +22,11 @@ from typing import Iterable
 
 from .errors import BundleError, TargetIDError, UsageError
 from .target_id import TargetID, _amdgcn_names, _string_to_offload_arch, conflicting_target_ids, parse_target_id
-from .triple import is_compatible_with, is_valid_arch, split_triple4
+from .triple import is_compatible_with, is_valid_arch, normalize, parse_triple, split_triple4
 
 __all__ = [
-    "OFFLOAD_KINDS", "BundleEntryID", "standardize", "parse_bundle_entry_id", "validate_bundler_targets",
-    "is_code_object_compatible", "is_offload_kind_compatible", "archive_conflict",
+    "OFFLOAD_KINDS", "BundleEntryID", "standardize", "standardize_llvm22", "parse_bundle_entry_id",
+    "validate_bundler_targets", "is_code_object_compatible", "is_offload_kind_compatible", "archive_conflict",
 ]
 
 #: The offload kinds the bundler accepts (`cuda` is not one).
@@ -69,13 +69,17 @@ def _four(triple: str) -> str:
     return "-".join(split_triple4(triple))
 
 
-def standardize(raw: str) -> BundleEntryID:
+def standardize(raw: str, llvm_version: int = 19) -> BundleEntryID:
     """LLVM 19's `OffloadTargetInfo(raw)`; `str()` of the result is what 19 stores and lists.
 
     The last '-' field of the part before the first ':' is the target ID's processor when
     `StringToOffloadArch` knows it -- and "" (UNUSED) counts as known, so a standardized host ID such as
     `host-x86_64-unknown-linux-gnu-` standardizes again to `host-x86_64-unknown-linux-gnu-host-x86_64-...`
-    (LLVM's quirk, kept).  Otherwise there is no target ID and anything after ':' is dropped."""
+    (LLVM's quirk, kept).  Otherwise there is no target ID and anything after ':' is dropped.
+
+    `llvm_version >= 21` gives LLVM 22's reading instead (see `standardize_llvm22`; 20 = 19; 21 unverified)."""
+    if llvm_version >= 21:
+        return standardize_llvm22(raw)
     head = raw.split(":", 1)[0]
     left, sep, last = head.rpartition("-")
     if not sep:  # StringRef::rsplit: no '-' -> (head, "")
@@ -87,6 +91,32 @@ def standardize(raw: str) -> BundleEntryID:
         kind, _, triple = head.partition("-")
         target_id = ""
     return BundleEntryID(kind, _four(triple), target_id)
+
+
+LLVM22_FORMAT_MSG = ("Targets need to follow the format '<offload kind>-<target triple>', where '<target triple>' "
+                     "follows the format '<kind>-<arch>-<vendor>-<os>-<env>[-<target id>[:target features]]'.")
+
+
+def standardize_llvm22(raw: str) -> BundleEntryID:
+    """LLVM 22's `OffloadTargetInfo(raw)` + `str()` (verified with clang-offload-bundler-22).
+
+    Exactly kind + 4 triple fields [+ target ID] at the first five '-'; a target ID whose processor is not a
+    22 OffloadArch name is dropped; the triple is written `normalize(THREE_IDENT) + "-"` for amdhsa (the
+    environment is always empty) and `normalize(FOUR_IDENT)` otherwise (`nvptx64-nvidia-cuda-unknown`).
+    Fewer than five fields raise UsageError with 22's message.  The returned `triple` is that normalized
+    4-field spelling, so `str()` is what 22 stores."""
+    comps = raw.split("-", 5)
+    if len(comps) < 5:
+        raise UsageError(LLVM22_FORMAT_MSG)
+    tid = comps[5] if len(comps) == 6 else ""
+    if tid and _string_to_offload_arch(tid.split(":")[0], "22") is None:
+        tid = ""
+    four = "-".join(comps[1:5])
+    if parse_triple(four).os == "AMDHSA":
+        norm = normalize(four, 3) + "-"
+    else:
+        norm = normalize(four, 4)
+    return BundleEntryID(comps[0], norm, tid)
 
 
 def _is_processor_name(name: str) -> bool:

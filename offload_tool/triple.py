@@ -325,10 +325,24 @@ def is_compatible_with(a: str, b: str) -> bool:
             and x.environment == y.environment and x.object_format == y.object_format)
 
 
-def normalize(triple: str) -> str:
+def normalize(triple: str, components: int | None = None) -> str:
     """`llvm::Triple::normalize(str)` (the ANY form, identical in 19 and 22): recognise each '-' component
     as arch / vendor / OS / environment-or-format wherever it is, move it to its canonical position,
-    fill gaps before recognised components with `unknown`, and apply the Windows/Android/SUSE rewrites."""
+    fill gaps before recognised components with `unknown`, and apply the Windows/Android/SUSE rewrites.
+
+    `components=3/4/5` is LLVM 20+'s `CanonicalForm::THREE_IDENT/FOUR_IDENT/FIVE_IDENT`: the ANY result
+    padded with `unknown` or truncated to exactly that many components."""
+    out = _normalize_any(triple)
+    if components is None:
+        return out
+    if components not in (3, 4, 5):
+        raise ValueError("components must be 3, 4 or 5")
+    comps = out.split("-")[:components]
+    comps += ["unknown"] * (components - len(comps))
+    return "-".join(comps)
+
+
+def _normalize_any(triple: str) -> str:
     comps = triple.split("-")
     arch = parse_arch(comps[0]) if len(comps) > 0 else None
     vendor = _parse_vendor(comps[1]) if len(comps) > 1 else None

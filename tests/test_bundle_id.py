@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 from conftest import find_tool, need_tool, run
 from offload_tool.bundle_id import (OFFLOAD_KINDS, BundleEntryID, archive_conflict, is_code_object_compatible,
                                     is_offload_kind_compatible, parse_bundle_entry_id, standardize,
-                                    validate_bundler_targets)
+                                    standardize_llvm22, validate_bundler_targets)
 from offload_tool.errors import BundleError, OffloadError, UsageError
 
 # ---- standardization (llvm-formats.md §5.1, target-ids.md §4.2, all verified with clang-offload-bundler-19) -----
@@ -46,6 +46,58 @@ STANDARDIZE = [
 @pytest.mark.parametrize("raw,expected", STANDARDIZE)
 def test_standardize(raw, expected):
     assert str(standardize(raw)) == expected
+
+
+# LLVM 22's standardization (target-ids.md §4.2, 22 column; verified with clang-offload-bundler-22)
+STANDARDIZE_22 = [
+    ("hipv4-amdgcn-amd-amdhsa--gfx906", "hipv4-amdgcn-amd-amdhsa--gfx906"),
+    ("hip-amdgcn-amd-amdhsa-unknown-gfx906", "hip-amdgcn-amd-amdhsa--gfx906"),
+    ("hip-amdgcn-amd-amdhsa-gfx906", "hip-amdgcn-amd-amdhsa--"),
+    ("openmp-nvptx64-nvidia-cuda--sm_90a", "openmp-nvptx64-nvidia-cuda-unknown-sm_90a"),
+    ("openmp-nvptx64-nvidia-cuda-sm_90a", "openmp-nvptx64-nvidia-cuda-sm_90a-"),
+    ("host-x86_64-unknown-linux-gnu", "host-x86_64-unknown-linux-gnu-"),
+    ("host-x86_64-pc-linux-gnu-", "host-x86_64-pc-linux-gnu-"),
+    ("hip-spirv64-amd-amdhsa--amdgcnspirv", "hip-spirv64-amd-amdhsa--amdgcnspirv"),
+    ("openmp-x86_64-pc-linux-gnu-foo-bar", "openmp-x86_64-pc-linux-gnu-"),
+    ("openmp-amdgcn-amd-amdhsa--fiji", "openmp-amdgcn-amd-amdhsa--"),
+    ("openmp-amdgcn-amd-amdhsa--gfx906:xnack+:sramecc-", "openmp-amdgcn-amd-amdhsa--gfx906:xnack+:sramecc-"),
+    ("hip-amdgcn-amd-amdhsa--gfx10-3-generic", "hip-amdgcn-amd-amdhsa--gfx10-3-generic"),
+    ("openmp-x86_64-linux-gnu--", "openmp-x86_64-unknown-linux-gnu-"),
+    ("openmp-nvptx64-cuda-nvidia--", "openmp-nvptx64-nvidia-cuda-unknown-"),
+    ("hip-amdgcn-amd-amdhsa-gnu-gfx906", "hip-amdgcn-amd-amdhsa--gfx906"),
+    ("openmp-amdgcn--amdhsa--gfx906", "openmp-amdgcn-unknown-amdhsa--gfx906"),
+    ("openmp-amdgcn-amdhsa---gfx906", "openmp-amdgcn-unknown-amdhsa-unknown-gfx906"),
+    ("openmp-amdgcn-amd-amdhsa--sm_70", "openmp-amdgcn-amd-amdhsa--sm_70"),
+    ("hipv4-amdgcn-amd-amdhsa--gfx950:xnack+", "hipv4-amdgcn-amd-amdhsa--gfx950:xnack+"),
+]
+
+
+@pytest.mark.parametrize("raw,expected", STANDARDIZE_22)
+def test_standardize_llvm22(raw, expected):
+    assert str(standardize(raw, 22)) == expected == str(standardize_llvm22(raw))
+    # and what 22 writes reads back to the same ID
+    assert str(parse_bundle_entry_id(expected)) == expected or expected.endswith("-")
+
+
+@pytest.mark.parametrize("raw", ["openmp-amdgcn-amd-amdhsa", "openmp-nvptx64", "host-x86_64-unknown-linux"])
+def test_standardize_llvm22_rejects_short(raw):
+    with pytest.raises(UsageError, match="^Targets need to follow the format"):
+        standardize(raw, 22)
+
+
+def test_list_matches_bundler22(tmp_path):
+    """Bundle each spelling (next to a host) with clang-offload-bundler-22: `-list` prints str(standardize(raw, 22))."""
+    bundler = need_tool("clang-offload-bundler-22")
+    (tmp_path / "h").write_bytes(b"H")
+    (tmp_path / "d").write_bytes(b"D")
+    out = tmp_path / "out.bc"
+    for raw, _ in STANDARDIZE_22:
+        targets = [raw] if raw.startswith("host-") else ["host-x86_64-unknown-linux-gnu", raw]
+        inputs = [f"-input={tmp_path / n}" for n in ("h", "d")[:len(targets)]]
+        proc = run([bundler, "-type=bc", "-targets=" + ",".join(targets), *inputs, f"-output={out}"])
+        assert proc.returncode == 0, (raw, proc.stderr)
+        listed = run([bundler, "-list", "-type=bc", f"-input={out}"]).stdout.decode().split()
+        assert sorted(listed) == sorted(str(standardize(t, 22)) for t in targets), raw
 
 
 def test_standardize_fields():

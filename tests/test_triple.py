@@ -56,6 +56,31 @@ def test_normalize_table(raw, expected):
     assert normalize(raw) == expected
 
 
+# target-ids.md §4.1: 22's normalize(FOUR_IDENT)
+FOUR_IDENT = [
+    ("nvptx64", "nvptx64-unknown-unknown-unknown"),
+    ("nvptx64-nvidia-cuda", "nvptx64-nvidia-cuda-unknown"),
+    ("nvptx64-nvidia", "nvptx64-nvidia-unknown-unknown"),
+    ("nvptx64-cuda-nvidia", "nvptx64-nvidia-cuda-unknown"),
+    ("amdgcn-amd-amdhsa-", "amdgcn-amd-amdhsa-unknown"),
+    ("amdgcn-amdhsa", "amdgcn-unknown-amdhsa-unknown"),
+    ("amdgcn-amd-amdhsa-unknown-gfx906", "amdgcn-amd-amdhsa-unknown"),
+    ("AMDGCN-amd-amdhsa", "AMDGCN-amd-amdhsa-unknown"),
+    ("x86_64-linux-gnu", "x86_64-unknown-linux-gnu"),
+    ("x86_64-unknown-linux", "x86_64-unknown-linux-unknown"),
+    ("x86_64-w64-mingw32", "x86_64-w64-windows-gnu"),
+    ("spirv64-intel", "spirv64-intel-unknown-unknown"),
+    ("", "unknown-unknown-unknown-unknown"),
+    ("a-b-c-d-e", "a-b-c-d"),
+]
+
+
+@pytest.mark.parametrize("raw,expected", FOUR_IDENT)
+def test_normalize_four_ident(raw, expected):
+    assert normalize(raw, 4) == expected
+    assert normalize(raw, 3) == "-".join(expected.split("-")[:3])
+
+
 # target-ids.md §4.1 last column: the raw 4 fields as Triple(str) keeps them
 RAW4 = [
     ("nvptx64", "nvptx64---"),
