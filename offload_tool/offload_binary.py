@@ -50,7 +50,9 @@ _OBJDUMP_IMAGE_NAMES = {1: "elf", 2: "llvm ir", 3: "cubin", 4: "fatbinary", 5: "
 OFFLOAD_KINDS_19 = {"none": 0, "openmp": 1, "cuda": 2, "hip": 3}
 OFFLOAD_KINDS_22 = {"none": 0, "openmp": 1, "cuda": 2, "hip": 4, "sycl": 8}
 DEFAULT_LLVM_VERSION = 19
-SUPPORTED_LLVM_VERSIONS = (19, 20, 21, 22)
+# 19 and 20 share one numbering (llvm-formats.md); 22 is checked against llvm-offload-binary-22.
+# 21 is left out: when the bit-flag numbering arrived between 20 and 22 was not verified.
+SUPPORTED_LLVM_VERSIONS = (19, 20, 22)
 
 _BITCODE_MAGICS = (b"BC\xc0\xde", b"\xde\xc0\x17\x0b")
 
@@ -58,8 +60,8 @@ _BITCODE_MAGICS = (b"BC\xc0\xde", b"\xde\xc0\x17\x0b")
 def _kinds_for(llvm_version: int) -> dict[str, int]:
     if llvm_version in (19, 20):
         return OFFLOAD_KINDS_19
-    if llvm_version in (21, 22):
-        # LLVM 21 turned the offload kinds into bit flags (HIP = 4).
+    if llvm_version == 22:
+        # Offload kinds are bit flags (HIP = 4) in LLVM 22.
         return OFFLOAD_KINDS_22
     raise OffloadBinaryError(
         f"unsupported LLVM version {llvm_version} (supported: {', '.join(map(str, SUPPORTED_LLVM_VERSIONS))})")
@@ -74,7 +76,7 @@ def offload_kind_name(value: int, llvm_version: int | None = None) -> str:
     """`getOffloadKindName(value)` of LLVM `llvm_version`.
 
     With no version, value 3 is reported as ambiguous: it is HIP as written by LLVM 19/20, but
-    the bit-flag combination OpenMP|CUDA for LLVM 21+ (whose tools print it as `none`)."""
+    the bit-flag combination OpenMP|CUDA for LLVM 22 (whose tools print it as `none`)."""
     if llvm_version is not None:
         for name, v in _kinds_for(llvm_version).items():
             if v == value:

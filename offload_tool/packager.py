@@ -26,7 +26,7 @@ from .offload_binary import (DEFAULT_LLVM_VERSION, SUPPORTED_LLVM_VERSIONS, Offl
 __all__ = ["main", "parse_image_arguments", "bundle_images", "unbundle_images", "generated_name", "PROG"]
 
 PROG = "offload-packager"
-LLVM_RELEASE = {19: "19.1.7", 20: "20.1.8", 21: "21.1.8", 22: "22.1.8"}
+LLVM_RELEASE = {19: "19.1.7", 20: "20.1", 22: "22.1.8"}
 
 HELP = f"""OVERVIEW: A utility for bundling several object files into a single binary.
 The output binary can then be embedded into the host section table
