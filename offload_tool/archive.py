@@ -1,0 +1,497 @@
+"""Static (`ar`) archives: read GNU/SysV and BSD archives; write them as LLVM 19 writes GNU ones.
+
+The writer reproduces `llvm::writeArchive(K_GNU, Deterministic=true, NormalSymtab, Thin=false)`,
+which is what `llvm-ar rcD` and `clang-offload-bundler -type=a -unbundle` produce:
+
+    "!<arch>\\n"
+    "/" symbol table      (when any member is an object file: ELF, or LLVM bitcode)
+    "//" long-name table  (when any name is >= 16 characters or contains '/'; names deduplicated)
+    members               ("name/" or "/<offset>" headers; date 0, uid 0, gid 0, mode 644)
+
+each member padded to an even size with `\\n`.  The symbol table member (header mode `0`) holds a
+big-endian u32 count, one u32 member-header offset per symbol and the NUL-terminated names, padded
+with NULs to an even size; an archive with object members but no symbols gets an empty table of
+8 zero bytes, as LLVM writes it.  Offsets that do not fit 32 bits switch to the `/SYM64/` table.
+
+Archive symbols are what LLVM's `isArchiveSymbol` keeps: global (not local), defined, not
+format-specific (no STT_FILE/STT_SECTION).  ELF symbols come from `.symtab`.  For LLVM bitcode
+members LLVM parses the IR module; we read the module's precomputed IR symbol table (the
+`SYMTAB_BLOCK` blob that clang writes into every bitcode file, built from the same
+`ModuleSymbolTable`), which gives the same names in the same order.  Bitcode without that block
+(e.g. written by a tool that omits it), or a member that does not parse, contributes no symbols
+where LLVM would parse the IR or fail: a documented difference.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import BinaryIO, Sequence
+
+from .errors import ArchiveError
+
+__all__ = ["ArchiveMember", "AR_MAGIC", "THIN_MAGIC", "is_archive", "read_archive", "write_archive",
+           "archive_symbols", "member_symbols"]
+
+AR_MAGIC = b"!<arch>\n"
+THIN_MAGIC = b"!<thin>\n"
+_HEADER_SIZE = 60
+_FMAG = b"`\n"
+_SYM64_THRESHOLD = 1 << 32
+
+
+@dataclass
+class ArchiveMember:
+    """One archive member: its name (long names resolved, GNU's trailing '/' removed), its
+    contents (a slice of the archive) and the file offset of its header."""
+
+    name: str
+    data: memoryview
+    offset: int
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+# ---------------------------------------------------------------------------------------------
+
+# ar_hdr fields (offset, width) as in <ar.h>.
+_AR_HDR = (("ar_name", 0, 16), ("ar_date", 16, 12), ("ar_uid", 28, 6), ("ar_gid", 34, 6), ("ar_mode", 40, 8),
+           ("ar_size", 48, 10), ("ar_fmag", 58, 2))
+
+
+def is_archive(buf) -> bool:
+    """True if `buf` starts with the (regular, not thin) archive magic."""
+    return len(buf) >= 8 and bytes(buf[:8]) == AR_MAGIC
+
+
+def _decimal(raw: bytes, field: str, offset: int) -> int:
+    text = raw.rstrip(b" ")
+    if not text or not text.isdigit():
+        raise ArchiveError(f"truncated or malformed archive: member header at offset {offset:#x}: {field} "
+                           f"{raw.decode('latin-1')!r} is not a decimal number")
+    return int(text)
+
+
+def read_archive(buf) -> list[ArchiveMember]:
+    """The members of a GNU/SysV or BSD archive, in archive order (symbol tables and the GNU
+    long-name table are not members).  Thin archives are refused: their members live in other
+    files, and names from an untrusted archive must never select files to read."""
+    view = buf if isinstance(buf, memoryview) else memoryview(buf)
+    if view.ndim != 1 or view.itemsize != 1:
+        view = view.cast("B")
+    size = len(view)
+    head = bytes(view[:8])
+    if head == THIN_MAGIC:
+        raise ArchiveError("thin archives are not supported (their members are separate files)")
+    if head != AR_MAGIC:
+        # LLVM's object::Archive gives this message for anything without the magic.
+        raise ArchiveError("file too small to be an archive")
+    members: list[ArchiveMember] = []
+    long_names: bytes | None = None
+    pos = 8
+    while pos < size:
+        if pos + _HEADER_SIZE > size:
+            if pos + 1 == size and view[pos] == 0x0A:
+                break  # a stray final padding byte
+            raise ArchiveError(f"truncated or malformed archive: member header at offset {pos:#x} needs "
+                               f"{_HEADER_SIZE} bytes, {size - pos} remain")
+        hdr = bytes(view[pos:pos + _HEADER_SIZE])
+        if hdr[58:60] != _FMAG:
+            raise ArchiveError(f"truncated or malformed archive: member header at offset {pos:#x}: ar_fmag is "
+                               f"{hdr[58:60]!r}, expected '`\\n'")
+        data_size = _decimal(hdr[48:58], "ar_size", pos)
+        data_start = pos + _HEADER_SIZE
+        if data_size > size - data_start:
+            raise ArchiveError(f"truncated or malformed archive: member at offset {pos:#x}: ar_size {data_size} "
+                               f"runs past the end of the archive ({size} bytes)")
+        raw_name = hdr[0:16].rstrip(b" ")
+        data = view[data_start:data_start + data_size]
+        next_pos = data_start + data_size + (data_size & 1)
+        if raw_name in (b"/", b"/SYM64/", b"__.SYMDEF", b"__.SYMDEF SORTED", b"__.SYMDEF_64",
+                        b"__.SYMDEF_64 SORTED"):
+            pos = next_pos
+            continue
+        if raw_name == b"//":
+            long_names = bytes(data)
+            pos = next_pos
+            continue
+        if raw_name.startswith(b"#1/"):
+            # BSD: the name (length in the header) precedes the data and counts in ar_size.
+            name_len = _decimal(raw_name[3:], "ar_name (#1/ length)", pos)
+            if name_len > data_size:
+                raise ArchiveError(f"truncated or malformed archive: member at offset {pos:#x}: BSD name length "
+                                   f"{name_len} exceeds ar_size {data_size}")
+            name_bytes = bytes(view[data_start:data_start + name_len]).rstrip(b"\0")
+            if name_bytes in (b"__.SYMDEF", b"__.SYMDEF SORTED", b"__.SYMDEF_64", b"__.SYMDEF_64 SORTED"):
+                pos = next_pos
+                continue
+            data = view[data_start + name_len:data_start + data_size]
+        elif raw_name.startswith(b"/") and len(raw_name) > 1:
+            name_off = _decimal(raw_name[1:], "ar_name (long-name offset)", pos)
+            if long_names is None:
+                raise ArchiveError(f"truncated or malformed archive: member at offset {pos:#x} refers to long "
+                                   f"name {name_off} but the archive has no '//' name table")
+            if name_off >= len(long_names):
+                raise ArchiveError(f"truncated or malformed archive: member at offset {pos:#x}: long name offset "
+                                   f"{name_off} is past the end of the name table ({len(long_names)} bytes)")
+            end = long_names.find(b"/\n", name_off)
+            if end < 0:
+                end = long_names.find(b"\n", name_off)
+                if end < 0:
+                    end = len(long_names)
+            name_bytes = long_names[name_off:end]
+        else:
+            name_bytes = raw_name[:-1] if raw_name.endswith(b"/") else raw_name
+        members.append(ArchiveMember(name_bytes.decode("utf-8", "surrogateescape"), data, pos))
+        pos = next_pos
+    return members
+
+
+# ---------------------------------------------------------------------------------------------
+# Archive symbols
+# ---------------------------------------------------------------------------------------------
+
+def member_symbols(data) -> list[bytes] | None:
+    """The archive-symbol-table names LLVM lists for one member, or None if the member is not a
+    symbolic file (no object: does not make LLVM write a symbol table)."""
+    head = bytes(data[:4])
+    if head == b"\x7fELF":
+        return _elf_symbols(data)
+    if head == b"BC\xc0\xde" or head == b"\xde\xc0\x17\x0b":
+        return _bitcode_symbols(data)
+    return None
+
+
+STT_SECTION, STT_FILE = 3, 4
+STB_LOCAL = 0
+SHN_UNDEF = 0
+EM_ARM, EM_AARCH64, EM_RISCV, EM_CSKY = 40, 183, 243, 252
+
+
+def _elf_symbols(data) -> list[bytes]:
+    from . import elf
+    from .errors import ElfError
+
+    try:
+        e = elf._Elf(data)
+    except ElfError:
+        return []  # LLVM would fail to write the archive; we write it without this member's symbols
+    symtab = next((s for s in e.sections if s.sh_type == elf.SHT_SYMTAB), None)
+    if symtab is None or symtab.link >= len(e.sections):
+        return []
+    strtab = e.sections[symtab.link].data
+    st = elf.Elf_Sym.struct(e.cls, e.order)
+    tup = elf.Elf_Sym.tuple(e.cls)
+    machine = e.ehdr.e_machine
+    out = []
+    strtab_b = bytes(strtab)
+    for i in range(1, len(symtab.data) // st.size):
+        sym = tup._make(st.unpack_from(symtab.data, i * st.size))
+        bind, typ = sym.st_info >> 4, sym.st_info & 0xF
+        if bind == STB_LOCAL or typ in (STT_SECTION, STT_FILE) or sym.st_shndx == SHN_UNDEF:
+            continue
+        if sym.st_name >= len(strtab_b):
+            continue
+        end = strtab_b.find(b"\0", sym.st_name)
+        name = strtab_b[sym.st_name:end if end >= 0 else len(strtab_b)]
+        if machine == EM_AARCH64 and name.startswith((b"$d", b"$x")):
+            continue
+        if machine == EM_ARM and (not name or name.startswith((b"$d", b"$t", b"$a"))):
+            continue
+        if machine == EM_CSKY and name.startswith((b"$d", b"$t")):
+            continue
+        if machine == EM_RISCV and name.startswith((b".L", b"$d", b"$x")):
+            continue
+        out.append(name)
+    return out
+
+
+# --- LLVM bitcode: just enough of the bitstream to find the IR symbol table ------------------
+
+_BC_SYMTAB_BLOCK_ID = 25
+_BC_STRTAB_BLOCK_ID = 23
+# irsymtab::storage::Symbol::FlagBits
+_FB_UNDEFINED = 1 << 3
+_FB_GLOBAL = 1 << 10
+_FB_FORMAT_SPECIFIC = 1 << 11
+
+
+class _BitsError(Exception):
+    pass
+
+
+class _Bits:
+    """LLVM bitstream cursor (fields are little-endian bit sequences in 32-bit words)."""
+
+    def __init__(self, data: bytes, start_bit: int = 0, end_bit: int | None = None):
+        self.data = data
+        self.pos = start_bit
+        self.end = len(data) * 8 if end_bit is None else end_bit
+
+    def read(self, width: int) -> int:
+        if width == 0:
+            return 0
+        if self.pos + width > self.end:
+            raise _BitsError("past end")
+        byte = self.pos >> 3
+        nbytes = ((self.pos & 7) + width + 7) >> 3
+        chunk = int.from_bytes(self.data[byte:byte + nbytes], "little")
+        value = (chunk >> (self.pos & 7)) & ((1 << width) - 1)
+        self.pos += width
+        return value
+
+    def vbr(self, width: int) -> int:
+        value = shift = 0
+        hi = 1 << (width - 1)
+        while True:
+            piece = self.read(width)
+            value |= (piece & (hi - 1)) << shift
+            if not piece & hi:
+                return value
+            shift += width - 1
+            if shift > 64:
+                raise _BitsError("vbr too long")
+
+    def align32(self) -> None:
+        self.pos = (self.pos + 31) & ~31
+        if self.pos > self.end:
+            raise _BitsError("past end")
+
+
+def _bc_block_blob(bits: _Bits, abbrev_width: int) -> bytes | None:
+    """The first blob operand of a record in the current block (SYMTAB_BLOB / STRTAB_BLOB)."""
+    abbrevs: list[list[tuple]] = []
+    while True:
+        abbrev_id = bits.read(abbrev_width)
+        if abbrev_id == 0:  # END_BLOCK
+            return None
+        if abbrev_id == 1:  # ENTER_SUBBLOCK: skip it
+            bits.vbr(8)
+            bits.vbr(4)
+            bits.align32()
+            words = bits.read(32)
+            bits.pos += words * 32
+            if bits.pos > bits.end:
+                raise _BitsError("past end")
+            continue
+        if abbrev_id == 2:  # DEFINE_ABBREV
+            ops = []
+            n = bits.vbr(5)
+            i = 0
+            while i < n:
+                if bits.read(1):
+                    ops.append(("lit", bits.vbr(8)))
+                else:
+                    enc = bits.read(3)
+                    if enc in (1, 2):
+                        ops.append(("fixed" if enc == 1 else "vbr", bits.vbr(5)))
+                    elif enc in (3, 4, 5):
+                        ops.append(({3: "array", 4: "char6", 5: "blob"}[enc], 0))
+                    else:
+                        raise _BitsError("bad abbrev encoding")
+                i += 1
+            abbrevs.append(ops)
+            continue
+        if abbrev_id == 3:  # UNABBREV_RECORD
+            bits.vbr(6)
+            for _ in range(bits.vbr(6)):
+                bits.vbr(6)
+            continue
+        index = abbrev_id - 4
+        if index >= len(abbrevs):
+            raise _BitsError("unknown abbreviation")
+        ops = abbrevs[index]
+        i = 0
+        while i < len(ops):
+            kind, width = ops[i]
+            if kind == "lit":
+                pass
+            elif kind == "fixed":
+                bits.read(width)
+            elif kind == "vbr":
+                bits.vbr(width)
+            elif kind == "char6":
+                bits.read(6)
+            elif kind == "array":
+                count = bits.vbr(6)
+                elt_kind, elt_width = ops[i + 1]
+                for _ in range(count):
+                    if elt_kind == "fixed":
+                        bits.read(elt_width)
+                    elif elt_kind == "vbr":
+                        bits.vbr(elt_width)
+                    elif elt_kind == "char6":
+                        bits.read(6)
+                    else:
+                        raise _BitsError("bad array element")
+                i += 1
+            elif kind == "blob":
+                length = bits.vbr(6)
+                bits.align32()
+                start = bits.pos >> 3
+                if bits.pos + length * 8 > bits.end:
+                    raise _BitsError("blob past end")
+                return bytes(bits.data[start:start + length])
+            i += 1
+
+
+def _bitcode_symbols(data) -> list[bytes]:
+    raw = bytes(data)
+    if raw[:4] == b"\xde\xc0\x17\x0b":  # bitcode wrapper header: magic, version, offset, size, cputype
+        if len(raw) < 20:
+            return []
+        off, size = struct.unpack_from("<II", raw, 8)
+        raw = raw[off:off + size]
+    if raw[:4] != b"BC\xc0\xde":
+        return []
+    symtab = strtab = None
+    try:
+        bits = _Bits(raw, 32)
+        while bits.pos + 2 <= bits.end and (symtab is None or strtab is None):
+            abbrev_id = bits.read(2)
+            if abbrev_id != 1:  # only blocks at the top level
+                break
+            block_id = bits.vbr(8)
+            width = bits.vbr(4)
+            bits.align32()
+            words = bits.read(32)
+            end = bits.pos + words * 32
+            if end > bits.end:
+                break
+            if block_id in (_BC_SYMTAB_BLOCK_ID, _BC_STRTAB_BLOCK_ID) and width:
+                blob = _bc_block_blob(_Bits(raw, bits.pos, end), width)
+                if block_id == _BC_SYMTAB_BLOCK_ID:
+                    symtab = blob
+                else:
+                    strtab = blob
+            bits.pos = end
+    except _BitsError:
+        return []
+    if symtab is None or strtab is None or len(symtab) < 76:
+        return []
+    # irsymtab::storage::Header: Version, Producer(Str), Modules, Comdats, Symbols(Range<Symbol>), ...
+    sym_off, sym_count = struct.unpack_from("<II", symtab, 28)
+    if sym_off > len(symtab) or sym_count > (len(symtab) - sym_off) // 24:
+        return []
+    out = []
+    for i in range(sym_count):
+        name_off, name_size, _irn_off, _irn_size, _comdat, flags = struct.unpack_from("<6I", symtab, sym_off + 24 * i)
+        if not flags & _FB_GLOBAL or flags & (_FB_UNDEFINED | _FB_FORMAT_SPECIFIC):
+            continue
+        if name_off + name_size > len(strtab):
+            continue
+        out.append(strtab[name_off:name_off + name_size])
+    return out
+
+
+def archive_symbols(members: Sequence[tuple[str, object]]) -> tuple[bool, list[list[bytes]]]:
+    """(whether any member is a symbolic file, per-member archive symbol names)."""
+    has_object = False
+    per_member = []
+    for _, data in members:
+        syms = member_symbols(data)
+        if syms is not None:
+            has_object = True
+        per_member.append(syms or [])
+    return has_object, per_member
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+# ---------------------------------------------------------------------------------------------
+
+def _field(value, width: int) -> bytes:
+    text = str(value).encode("ascii") if not isinstance(value, bytes) else value
+    if len(text) > width:
+        raise ArchiveError(f"archive header field {text!r} does not fit in {width} characters")
+    return text.ljust(width, b" ")
+
+
+def _member_header(name_field: bytes, size: int, mode: bytes = b"644") -> bytes:
+    # ar_name(16) ar_date(12) ar_uid(6) ar_gid(6) ar_mode(8) ar_size(10) ar_fmag(2)
+    return (_field(name_field, 16) + _field(b"0", 12) + _field(b"0", 6) + _field(b"0", 6) + _field(mode, 8)
+            + _field(size, 10) + _FMAG)
+
+
+def _nbytes(data) -> int:
+    return data.nbytes if isinstance(data, memoryview) else len(data)
+
+
+def write_archive(members: Sequence[tuple[str, object]], out: BinaryIO, *, symtab: bool = True) -> None:
+    """Write `members` ((name, contents) in order) as LLVM 19's deterministic GNU archive writer does."""
+    names = []
+    for name, _ in members:
+        raw = name.encode("utf-8", "surrogateescape")
+        if not raw:
+            raise ArchiveError("archive member names must not be empty")
+        if b"\n" in raw or b"\0" in raw:
+            raise ArchiveError(f"archive member name {name!r} contains a newline or NUL")
+        names.append(raw)
+    if not members:
+        out.write(AR_MAGIC)
+        return
+    # Long-name table: names >= 16 bytes or containing '/', deduplicated (first offset reused).
+    long_table = bytearray()
+    long_offsets: dict[bytes, int] = {}
+    name_fields = []
+    for raw in names:
+        if len(raw) >= 16 or b"/" in raw:
+            if raw not in long_offsets:
+                long_offsets[raw] = len(long_table)
+                long_table += raw + b"/\n"
+            name_fields.append(b"/" + str(long_offsets[raw]).encode())
+        else:
+            name_fields.append(raw + b"/")
+    if len(long_table) % 2:
+        long_table += b"\n"
+    has_object, per_member = archive_symbols(members) if symtab else (False, [[] for _ in members])
+    sym_count = sum(len(s) for s in per_member)
+    sym_names = b"".join(n + b"\0" for syms in per_member for n in syms)
+    write_symtab = symtab and has_object
+
+    member_sizes = [_nbytes(d) for _, d in members]
+
+    def layout(word: int) -> tuple[int, list[int]]:
+        if write_symtab:
+            size = word + word * sym_count + len(sym_names)
+            if sym_count == 0:
+                size = 8  # LLVM's empty table: a zero count and four zero bytes
+            size += size % 2
+            pos = 8 + _HEADER_SIZE + size
+        else:
+            size = 0
+            pos = 8
+        if long_table:
+            pos += _HEADER_SIZE + len(long_table)
+        offsets = []
+        for n in member_sizes:
+            offsets.append(pos)
+            pos += _HEADER_SIZE + n + (n & 1)
+        return size, offsets
+
+    word = 4
+    symtab_size, offsets = layout(4)
+    sym_member_offsets = [offsets[i] for i, syms in enumerate(per_member) if syms]
+    if write_symtab and sym_member_offsets and max(sym_member_offsets) >= _SYM64_THRESHOLD:
+        word = 8
+        symtab_size, offsets = layout(8)
+    out.write(AR_MAGIC)
+    if write_symtab:
+        fmt = ">I" if word == 4 else ">Q"
+        body = bytearray(struct.pack(fmt, sym_count))
+        for i, syms in enumerate(per_member):
+            body += struct.pack(fmt, offsets[i]) * len(syms)
+        if sym_count:
+            body += sym_names
+        body += b"\0" * (symtab_size - len(body))
+        out.write(_member_header(b"/" if word == 4 else b"/SYM64/", symtab_size, b"0"))
+        out.write(body)
+    if long_table:
+        out.write(_field(b"//", 48) + _field(len(long_table), 10) + _FMAG)
+        out.write(long_table)
+    for (name, data), field, n in zip(members, name_fields, member_sizes):
+        out.write(_member_header(field, n))
+        if n:
+            out.write(data)
+        if n & 1:
+            out.write(b"\n")
