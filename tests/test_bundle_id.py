@@ -473,3 +473,60 @@ def test_hipcc_fatbin_ids(hipcc_fatbin, tmp_path):
             assert len(ours) == 1 and out.stat().st_size > 0, request
         else:
             assert ours == [], request
+
+
+def _binary_bundle(ids: list[str]) -> bytes:
+    """A minimal `__CLANG_OFFLOAD_BUNDLE__` image with the given IDs (LLVM 19 refuses to write conflicting ones)."""
+    import struct
+    payloads = [b"P%d" % i for i in range(len(ids))]
+    header = b"__CLANG_OFFLOAD_BUNDLE__" + struct.pack("<Q", len(ids))
+    offset = len(header) + sum(24 + len(i) for i in ids)
+    table = b""
+    for i, p in zip(ids, payloads):
+        table += struct.pack("<QQQ", offset, len(p), len(i)) + i.encode()
+        offset += len(p)
+    return header + table + b"".join(payloads)
+
+
+@pytest.mark.parametrize("ids", [
+    ["hip-amdgcn-amd-amdhsa--gfx906:xnack+", "hip-amdgcn-amd-amdhsa--gfx906", "host-x86_64-unknown-linux-gnu-"],
+    ["hip-amdgcn-amd-amdhsa--gfx906:sramecc+:xnack+", "hip-amdgcn-amd-amdhsa--gfx906:xnack-"],
+    ["hip-amdgcn-amd-amdhsa--gfx906:sramecc-", "hip-amdgcn-amd-amdhsa--gfx906:xnack+"],
+])
+def test_archive_conflict_matches_bundler19(ids, tmp_path):
+    """-check-input-archive reports exactly the pair archive_conflict finds (or none)."""
+    bundler = need_tool("clang-offload-bundler-19")
+    ar = need_tool("llvm-ar-19")
+    member = tmp_path / "m1.bc"
+    member.write_bytes(_binary_bundle(ids))
+    archive = tmp_path / "lib.a"
+    assert run([ar, "rc", archive, member], cwd=tmp_path).returncode == 0
+    proc = run([bundler, "-unbundle", "-type=a", "-check-input-archive", "-allow-missing-bundles",
+                "-targets=hip-amdgcn-amd-amdhsa--gfx906:sramecc+:xnack+", f"-input={archive}",
+                f"-output={tmp_path / 'out.a'}"])
+    pair = archive_conflict(ids)
+    if pair is None:
+        assert proc.returncode == 0, proc.stderr
+    else:
+        assert proc.returncode == 1
+        assert proc.stderr.decode().strip().endswith(
+            f"error: conflicting TargetIDs [{pair[0]}, {pair[1]}] found in m1.bc of {archive}")
+
+
+_req_kinds = st.sampled_from(["hip", "hipv4", "openmp", "host"])
+_req_triples = st.sampled_from(["amdgcn-amd-amdhsa-", "amdgcn-amd-amdhsa-unknown", "amdgcn-amd-amdhsa",
+                                "nvptx64-nvidia-cuda-", "x86_64-unknown-linux-gnu", "amdgcn-amd-amdhsa-gnu"])
+_req_tids = st.sampled_from(["", "gfx906", "gfx906:xnack+", "gfx906:xnack-", "gfx906:sramecc+:xnack+", "gfx90a",
+                             "gfx90a:xnack+", "gfx90a:sramecc-:xnack+", "gfx1030", "sm_70", "fiji", "gfx906:foo+"])
+
+
+@settings(max_examples=20, deadline=None)
+@given(_req_kinds, _req_triples, _req_tids, st.booleans())
+def test_random_requests_agree_with_bundler19(tmp_path_factory, kind, triple, tid, hip_openmp):
+    bundler = need_tool("clang-offload-bundler-19")
+    tmp_path = tmp_path_factory.mktemp("rq")
+    bundle = _bundle(bundler, tmp_path, ENTRIES, "m")
+    target = f"{kind}-{triple}-{tid}" if tid else f"{kind}-{triple}"
+    extra = ["-hip-openmp-compatible"] if hip_openmp else []
+    assert _extract19(bundler, bundle, target, tmp_path, *extra) == _ours(
+        target, ENTRIES, hip_openmp_compatible=hip_openmp), target
