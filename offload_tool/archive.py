@@ -241,6 +241,8 @@ class _Bits:
         return value
 
     def vbr(self, width: int) -> int:
+        if not 2 <= width <= 32:
+            raise _BitsError("bad vbr width")
         value = shift = 0
         hi = 1 << (width - 1)
         while True:
@@ -277,6 +279,8 @@ def _bc_block_blob(bits: _Bits, abbrev_width: int) -> bytes | None:
         if abbrev_id == 2:  # DEFINE_ABBREV
             ops = []
             n = bits.vbr(5)
+            if n > bits.end - bits.pos:
+                raise _BitsError("too many operands")
             i = 0
             while i < n:
                 if bits.read(1):
@@ -284,7 +288,10 @@ def _bc_block_blob(bits: _Bits, abbrev_width: int) -> bytes | None:
                 else:
                     enc = bits.read(3)
                     if enc in (1, 2):
-                        ops.append(("fixed" if enc == 1 else "vbr", bits.vbr(5)))
+                        width = bits.vbr(5)
+                        if width > 64:
+                            raise _BitsError("operand too wide")
+                        ops.append(("fixed" if enc == 1 else "vbr", width))
                     elif enc in (3, 4, 5):
                         ops.append(({3: "array", 4: "char6", 5: "blob"}[enc], 0))
                     else:
@@ -314,6 +321,8 @@ def _bc_block_blob(bits: _Bits, abbrev_width: int) -> bytes | None:
                 bits.read(6)
             elif kind == "array":
                 count = bits.vbr(6)
+                if i + 1 >= len(ops):
+                    raise _BitsError("array without element type")
                 elt_kind, elt_width = ops[i + 1]
                 for _ in range(count):
                     if elt_kind == "fixed":
