@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import offload_samples as samples
 from conftest import find_tool, need_tool, run, run_cli
@@ -219,3 +220,37 @@ def test_corrupt_entries_section_is_one_error(omp):
     err = res.stderr.decode().strip().splitlines()
     assert len(err) == 1 and err[0].startswith("offload-tool: error: ")
     assert b"Traceback" not in res.stderr
+
+
+@pytest.fixture(scope="module")
+def entry_regions(omp):
+    """A real clang 19 object and the byte ranges verify reads: entries, their relocations,
+    the symbol and string tables, the entry-name strings."""
+    from elftools.elf.elffile import ELFFile
+    import io
+    path = samples.need(omp, "omp19_nv.o")
+    data = path.read_bytes()
+    elf = ELFFile(io.BytesIO(data))
+    regions = []
+    for name in ("omp_offloading_entries", ".relaomp_offloading_entries", ".symtab", ".strtab"):
+        sec = elf.get_section_by_name(name)
+        regions.append((sec["sh_offset"], sec["sh_offset"] + sec["sh_size"]))
+    regions.append((elf["e_shoff"], elf["e_shoff"] + elf["e_shnum"] * elf["e_shentsize"]))
+    return data, regions
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_corrupt_host_objects_only_raise_offload_error(entry_regions, data):
+    blob, regions = entry_regions
+    blob = bytearray(blob)
+    for _ in range(data.draw(st.integers(1, 4))):
+        lo, hi = data.draw(st.sampled_from(regions))
+        pos = data.draw(st.integers(lo, hi - 1))
+        blob[pos] = data.draw(st.integers(0, 255))
+    try:
+        host_offload_entries(bytes(blob))
+        verify_buffer(bytes(blob), "fuzz.o", require=["sm_80"])
+    except OffloadError:
+        pass
