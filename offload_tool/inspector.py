@@ -252,7 +252,10 @@ class _Scanner:
             if self.leaf_or_nested(data, epath, wrappers + [container], depth, compressed):
                 continue
             self.add(DeviceImage(
-                path=epath, container=container, producer=bid.kind, triple=bid.triple, arch=bid.target_id or "",
+                # Bundle IDs spell the triple with 4 fields ("amdgcn-amd-amdhsa-"); show it as the
+                # OffloadBinary and clang do, without empty trailing fields (the raw ID is kept).
+                path=epath, container=container, producer=bid.kind, triple=bid.triple.rstrip("-"),
+                arch=bid.target_id or "",
                 image_kind=content_image_kind(data), size=len(data), compressed=compressed, sha256="",
                 wrappers=list(wrappers), details={"bundle_entry_id": raw_id}, data=data))
 
