@@ -148,8 +148,8 @@ def parse_bundle_entry_id(raw: str) -> BundleEntryID:
 
 def _as_id(value: "str | BundleEntryID") -> BundleEntryID:
     """The matching reading of an entry ID or a standardized target.  A `BundleEntryID` is re-read from its
-    string, which undoes LLVM 19's host quirk (`standardize("host-...-gnu-")` has the whole string as its
-    target ID) and splits `gfx10-3-generic` correctly."""
+    string (as LLVM 19 re-reads its worklist keys), which turns 19's host quirk (`standardize("host-...-gnu-")`
+    has the whole string as its target ID) back into an empty target ID and keeps `gfx10-3-generic` whole."""
     return parse_bundle_entry_id(value if isinstance(value, str) else str(value))
 
 
@@ -164,23 +164,33 @@ def is_offload_kind_compatible(code_object_kind: str, target_kind: str, *,
     return False
 
 
+def _plain_fields(triple: str) -> tuple[str, ...]:
+    return tuple("" if f == "unknown" else f for f in split_triple4(triple))
+
+
 def is_code_object_compatible(code_object: "str | BundleEntryID", target: "str | BundleEntryID", *,
                               hip_openmp_compatible: bool = False, llvm_version: int = 19) -> bool:
     """`isCodeObjectCompatible(CodeObject, Target)` (LLVM 19): may the entry `code_object` be extracted for
     the requested `target`?
 
-    An exact match (same kind, `isCompatibleWith` triples, same target-ID text) is compatible.  Otherwise
+    IDs without a target ID (hosts) match only the same kind and triple fields.  For the others, an exact
+    match (same kind, `isCompatibleWith` triples, same target-ID text) is compatible.  Otherwise
     kinds and triples must be compatible, both target IDs must parse with `clang::parseTargetID` (aliases
     canonicalised, features checked against the `llvm_version` table) to the same processor, and every
     feature the code object pins must be pinned to the same value by the target (a feature it leaves out is
     Any).  Both sides are read with `parse_bundle_entry_id`.
 
-    Deliberate differences from LLVM 19, which re-parses both IDs with its `OffloadTargetInfo` constructor:
-    entries without a trailing empty field (hipcc's `host-x86_64-unknown-linux`, old
-    `host-x86_64-unknown-linux-gnu`) match the host target they name, where 19 reports "Can't find
-    bundles"; and a target given already standardized (`host-x86_64-unknown-linux-gnu-`) matches its
-    entry, where 19 standardizes it a second time into an ID that matches nothing."""
+    Deliberate difference from LLVM 19, which re-parses both IDs with its `OffloadTargetInfo` constructor:
+    entries written without the trailing empty field (hipcc's `host-x86_64-unknown-linux`, older
+    `host-x86_64-unknown-linux-gnu`) or with `unknown` for an empty field (22) match the target they name,
+    where 19 reports "Can't find bundles"."""
     co, tg = _as_id(code_object), _as_id(target)
+    if co.target_id == "" or tg.target_id == "":
+        # LLVM 19 re-reads an ID without a target ID with the *whole string* as its target ID, so such an
+        # ID matches nothing but its own standardized spelling.  Same here, field by field, with "" and
+        # "unknown" alike so that clang 15 / 22 spellings of that ID match too.
+        return (co.kind == tg.kind and co.target_id == tg.target_id
+                and _plain_fields(co.triple) == _plain_fields(tg.triple))
     triples_ok = is_compatible_with(co.triple, tg.triple)
     if co.kind == tg.kind and triples_ok and co.target_id == tg.target_id:
         return True

@@ -250,6 +250,13 @@ def test_matching_old_and_new_ids():
     """Entries as clang 15 and 22 write them match the targets they name (19 itself cannot match hipcc's host)."""
     assert is_code_object_compatible("host-x86_64-unknown-linux", standardize("host-x86_64-unknown-linux"))
     assert is_code_object_compatible("host-x86_64-unknown-linux-gnu", standardize("host-x86_64-unknown-linux-gnu"))
+    assert is_code_object_compatible("openmp-nvptx64-nvidia-cuda-unknown-", standardize("openmp-nvptx64-nvidia-cuda"))
+    # IDs without a target ID match only themselves, as in 19 (which compares them as whole strings)
+    assert not is_code_object_compatible("host-x86_64-unknown-linux-gnu-", standardize("host-x86_64-unknown-linux"))
+    assert not is_code_object_compatible("host-x86_64-unknown-linux-gnu-",
+                                         standardize("host-x86_64-unknown-linux-gnu-"))
+    assert not is_code_object_compatible("hip-amdgcn-amd-amdhsa--", standardize("hipv4-amdgcn-amd-amdhsa"))
+    assert not is_code_object_compatible("hip-amdgcn-amd-amdhsa--gfx906", standardize("hip-amdgcn-amd-amdhsa"))
     assert is_code_object_compatible("openmp-nvptx64-nvidia-cuda-unknown-sm_90a",
                                      standardize("openmp-nvptx64-nvidia-cuda--sm_90a"))
     assert is_code_object_compatible("hip-amdgcn-amd-amdhsa-unknown-gfx906",
