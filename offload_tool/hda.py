@@ -1,0 +1,156 @@
+"""Heterogeneous archive unbundling (`clang-offload-bundler -type=a -unbundle`, LLVM 19).
+
+A heterogeneous static library is an `ar` archive whose members are bundles: object bundles
+(fat objects from `-fgpu-rdc` / the old offload driver), binary bundles, or compressed bundles of
+either.  Unbundling writes one device-specific archive per requested target (llvm-formats.md §5.4):
+
+* members are visited in archive order; a compressed member is decompressed (hash checked), then
+  read with the object handler if it is an object file, else as a binary bundle (StringMap order);
+  members without bundle entries are skipped;
+* every entry goes to *every* requested target it is compatible with
+  (`bundle_id.is_code_object_compatible`), in `-targets` order;
+* the new member is named `<stem>-<entry id><stem><ext>` with each ':' replaced by '_', where
+  `<stem>`/`<ext>` are LLVM's `sys::path::stem`/`extension` of the member's file name and `<ext>`
+  becomes `.bc` if the entry's target ID contains `gfx`, else `.cubin` if it contains `sm_`;
+  a host entry of an object bundle yields the host object without its bundle sections;
+* each output is written as LLVM's deterministic GNU archive writer does (`archive.write_archive`);
+  a target without members is an error, or an empty archive (`!<arch>\\n`) with
+  `allow_missing_bundles`;
+* `check_input_archive` first rejects a member whose (not decompressed) entry IDs conflict.
+
+Differences from LLVM 19, on purpose: outputs are written only after every target has been
+resolved, each through a temporary file, so a failed run leaves no output behind (LLVM writes the
+archives of earlier targets before failing on a later one); member names taken from the input are
+passed through `fileio.sanitize_name` (a '/' in an entry ID becomes '_'); malformed members raise a
+clear error where LLVM 19 sometimes silently skips them or crashes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+from .archive import read_archive, write_archive
+from .errors import BundleError, CompressionError, UsageError
+from .fileio import atomic_output, open_input, sanitize_name
+
+__all__ = ["unbundle_archive", "archive_member_entries", "device_member_name", "llvm_stem", "llvm_extension"]
+
+
+def _llvm_filename(path: str) -> str:
+    """`llvm::sys::path::filename` (POSIX style): the last component; "." for a trailing '/'."""
+    if path.endswith("/"):
+        return "." if path.strip("/") else "/"
+    return path.rsplit("/", 1)[-1]
+
+
+def llvm_stem(path: str) -> str:
+    """`llvm::sys::path::stem`: the file name without its last extension (".bashrc" -> "")."""
+    name = _llvm_filename(path)
+    if name in (".", ".."):
+        return name
+    dot = name.rfind(".")
+    return name if dot < 0 else name[:dot]
+
+
+def llvm_extension(path: str) -> str:
+    """`llvm::sys::path::extension`: the last extension with its dot ("" for none, "." and "..")."""
+    name = _llvm_filename(path)
+    if name in (".", ".."):
+        return ""
+    dot = name.rfind(".")
+    return "" if dot < 0 else name[dot:]
+
+
+def device_member_name(member_name: str, bundle_entry_id: str) -> str:
+    """The name LLVM 19 gives the extracted entry in the device-specific archive."""
+    from .bundle_id import standardize
+
+    stem = llvm_stem(member_name)
+    target_id = standardize(bundle_entry_id).target_id  # LLVM re-parses the stored ID (quirks included)
+    if "gfx" in target_id:
+        ext = ".bc"
+    elif "sm_" in target_id:
+        ext = ".cubin"
+    else:
+        ext = llvm_extension(member_name)
+    return (stem + "-" + bundle_entry_id + stem + ext).replace(":", "_")
+
+
+def _entries(data, *, decompress: bool, where: str) -> list:
+    """Bundle entries of one member in the order LLVM's handler yields them."""
+    from .bundle import read_binary_bundle, stringmap_entries
+    from .objbundle import is_object_file, read_object_bundle
+
+    if decompress:
+        from .ccob import decompress as ccob_decompress
+        from .ccob import is_compressed
+
+        if is_compressed(data):
+            try:
+                data = memoryview(ccob_decompress(data)[0])
+            except CompressionError as exc:
+                raise CompressionError(f"Failed to decompress code object: {exc} ({where})") from None
+    if is_object_file(data):
+        return read_object_bundle(data)
+    return stringmap_entries(read_binary_bundle(data))
+
+
+def archive_member_entries(member_data, *, decompress: bool = True, where: str = "archive member") -> list:
+    """The bundle entries (`BundleEntry`) of one archive member, as `-type=a` unbundling reads them."""
+    return _entries(member_data, decompress=decompress, where=where)
+
+
+def _check_archive(members, archive_path: str) -> None:
+    """`CheckHeterogeneousArchive`: per member, the target-ID conflict rule on its entry IDs."""
+    from .bundle_id import archive_conflict
+
+    for m in members:
+        ids = sorted({e.bundle_entry_id for e in _entries(m.data, decompress=False, where=m.name)})
+        conflict = archive_conflict(ids)
+        if conflict:
+            raise BundleError(f"conflicting TargetIDs [{conflict[0]}, {conflict[1]}] found in {m.name} of "
+                              f"{archive_path}")
+
+
+def unbundle_archive(input_path, targets: list[str], output_paths: list[str], *, allow_missing_bundles: bool = False,
+                     check_input_archive: bool = False, hip_openmp_compatible: bool = False) -> None:
+    """Write one device-specific archive per target (standardized bundle entry IDs) from the
+    heterogeneous archive at `input_path` (see the module docstring)."""
+    from .bundle_id import is_code_object_compatible
+
+    targets = [str(t) for t in targets]
+    output_paths = [os.fspath(p) for p in output_paths]
+    if len(targets) != len(output_paths):
+        raise UsageError("number of output files and targets should match in unbundling mode")
+    input_name = os.fspath(input_path)
+    with open_input(input_path) as buf:
+        members = read_archive(buf)
+        if check_input_archive:
+            _check_archive(members, input_name)
+        outputs: dict[str, list[tuple[str, object]]] = {}
+        for m in members:
+            for entry in _entries(m.data, decompress=True, where=m.name):
+                compatible = [t for t in targets
+                              if is_code_object_compatible(entry.bundle_entry_id, t,
+                                                           hip_openmp_compatible=hip_openmp_compatible)]
+                if not compatible:
+                    continue
+                name = sanitize_name(device_member_name(_llvm_filename(m.name), entry.bundle_entry_id))
+                for t in compatible:
+                    outputs.setdefault(t, []).append((name, entry.data))
+        plan: dict[str, list] = {}
+        for t, path in zip(targets, output_paths):
+            if t in outputs:
+                plan[path] = outputs[t]
+            elif allow_missing_bundles:
+                plan[path] = []
+            else:
+                raise BundleError(f"no compatible code object found for the target '{t}' in heterogeneous "
+                                  f"archive library: {input_name}")
+        # A path named twice keeps the later target's archive, as LLVM's sequential writes do.
+        with contextlib.ExitStack() as stack:
+            for path, items in plan.items():
+                out = stack.enter_context(atomic_output(path))
+                write_archive(items, out)
+        del outputs, plan, members
