@@ -143,11 +143,14 @@ def _matches(found: FoundImage, args: DenseMap, llvm_version: int) -> bool:
 
 def unbundle_images(input_file: str, images: list[str], *, archive: bool = False,
                     llvm_version: int = DEFAULT_LLVM_VERSION, warn=None, directory: str = ".") -> list[str]:
-    """Extract: for each `--image`, the matching images of `input_file`; returns the paths written."""
+    """Extract: for each `--image`, the matching images of `input_file`; returns the paths written.
+
+    Everything is planned (and every request checked) before the first file is written, and
+    each file is written atomically; if writing fails, files this call created are removed."""
     warn = warn or _Warn()
-    written: list[str] = []
     with open_input(input_file) as buf:
         found = find_offload_images(buf, input_file, llvm_version=llvm_version)
+        plan: list[tuple[str, str, object]] = []  # (path, "archive" | "image", members or image)
         for image in images:
             args = parse_image_arguments(image)
             extracted = [f for f in found if _matches(f, args, llvm_version)]
@@ -156,19 +159,12 @@ def unbundle_images(input_file: str, images: list[str], *, archive: bool = False
             if archive:
                 if "file" not in args:
                     raise UsageError("Image must have a 'file' argument.")
-                from .archive import write_archive  # noqa: PLC0415 (only archive output needs it)
-
-                members = [(f.member if f.member is not None else input_file, bytes(f.image.image))
-                           for f in extracted]
-                with atomic_output(args["file"]) as out:
-                    write_archive(members, out, symtab=True)
-                written.append(args["file"])
+                members = [(f.member if f.member is not None else input_file, f.image.image) for f in extracted]
+                plan.append((args["file"], "archive", members))
             elif "file" in args:
                 if len(extracted) > 1:
                     warn(f"Multiple inputs match to a single file, '{args['file']}'")
-                with atomic_output(args["file"]) as out:
-                    out.write(extracted[-1].image.image)
-                written.append(args["file"])
+                plan.append((args["file"], "image", extracted[-1].image.image))
             else:
                 for idx, f in enumerate(extracted):
                     raw = generated_name(input_file, f.image, idx, llvm_version)
@@ -176,10 +172,34 @@ def unbundle_images(input_file: str, images: list[str], *, archive: bool = False
                     if name != raw:
                         warn(f"output name {raw!r} built from image metadata is not a plain file name; "
                              f"writing {name!r} instead")
-                    path = safe_join(directory, name)
-                    with atomic_output(path) as out:
-                        out.write(f.image.image)
-                    written.append(path if directory != "." else name)
+                    full = safe_join(directory, name)
+                    plan.append((name if directory == "." else full, "image", f.image.image))
+        return _write_plan(plan)
+
+
+def _write_plan(plan: list[tuple[str, str, object]]) -> list[str]:
+    created: list[str] = []
+    written: list[str] = []
+    try:
+        for path, what, payload in plan:
+            existed = os.path.lexists(path)
+            with atomic_output(path) as out:
+                if what == "archive":
+                    from .archive import write_archive  # only archive output needs it
+
+                    write_archive([(n, bytes(d)) for n, d in payload], out, symtab=True)
+                else:
+                    out.write(payload)
+            if not existed:
+                created.append(path)
+            written.append(path)
+    except BaseException:
+        for path in created:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        raise
     return written
 
 

@@ -316,3 +316,16 @@ def test_archive_output_byte_identical_on_real_objects(tmp_path):
         res = run_cli("packager", inp, "--archive", f"--image=file=ours.a,{image}", cwd=tmp_path)
         assert res.returncode == 0, res.stderr
         assert (tmp_path / "ours.a").read_bytes() == (tmp_path / "llvm.a").read_bytes(), (inp, image)
+
+
+def test_failed_extraction_leaves_no_partial_outputs(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    _five_image_package(tmp_path, b"x")
+    before = sorted(os.listdir())
+    # the second request cannot be written: the first one's file must not stay behind
+    assert main(["pk1.out", "--image=arch=sm_70", "--image=file=no/such/dir/x.o,arch=sm_80"]) == 1
+    assert sorted(os.listdir()) == before
+    # a request that is invalid is found before anything is written
+    assert main(["pk1.out", "--archive", "--image=file=ok.a,arch=sm_70", "--image=arch=sm_80"]) == 1
+    assert sorted(os.listdir()) == before
+    assert capsys.readouterr().err.count("error:") == 2
