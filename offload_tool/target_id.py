@@ -16,7 +16,7 @@ from importlib import resources
 from typing import Iterable
 
 from .errors import TargetIDError
-from .triple import is_amdgpu, is_nvptx, parse_triple
+from .triple import is_amdgpu, parse_triple
 
 __all__ = [
     "TargetID", "parse_target_id", "parse_target_id_format", "canonical_processor", "allowed_features",
@@ -30,6 +30,8 @@ AMDGCN_TRIPLE = "amdgcn-amd-amdhsa"
 #: clang's err_drv_bad_target_id text ('%s' is the target ID).
 BAD_TARGET_ID_MSG = ("invalid target ID '%s'; format is a processor name followed by an optional colon-delimited "
                      "list of features followed by an enable/disable sign (e.g., 'gfx908:sramecc+:xnack-')")
+_DEDUCE_MSG = ("failed to deduce triple for target architecture '%s'; specify the triple using '-fopenmp-targets' "
+               "and '-Xopenmp-target' instead")
 #: clang's err_drv_bad_offload_arch_combo text.
 BAD_ARCH_COMBO_MSG = ("invalid offload arch combinations: '%s' and '%s' (for a specific processor, a feature should "
                       "either exist in all offload archs, or not exist in any offload archs)")
@@ -275,7 +277,8 @@ def canonical_offload_arch(arch: str, llvm_version: int = 19, *, offload_kind: s
     `gfx906:sramecc+:xnack-`.  LLVM 19 silently drops features after an NVIDIA arch (`sm_90:foo+` ->
     `sm_90`, its new driver's behaviour); 22 rejects them.  Unknown names raise TargetIDError with clang's
     `unsupported CUDA/HIP gpu architecture: X` (CUDA when `offload_kind == 'cuda'` or the name starts with
-    `sm_`), a known AMD processor with bad features raises the `invalid target ID` message."""
+    `sm_`; with `offload_kind == 'openmp'` the OpenMP driver's `failed to deduce triple ...`); a known AMD
+    processor with bad features raises the `invalid target ID` message."""
     version = _table_version(llvm_version)
     proc = arch.partition(":")[0]
     if _string_to_offload_arch(proc, version) == "nvidia":
@@ -288,6 +291,8 @@ def canonical_offload_arch(arch: str, llvm_version: int = 19, *, offload_kind: s
         canon = canonical_processor(proc, AMDGCN_TRIPLE, llvm_version)
         if canon is not None and _string_to_offload_arch(canon, version) == "amd":
             return parse_target_id(arch, AMDGCN_TRIPLE, llvm_version).canonical
+    if offload_kind == "openmp":
+        raise TargetIDError(_DEDUCE_MSG % arch)
     if offload_kind == "cuda" or (offload_kind is None and arch.startswith("sm_")):
         raise TargetIDError(f"unsupported CUDA gpu architecture: {arch}")
     raise TargetIDError(f"unsupported HIP gpu architecture: {arch}")
@@ -301,8 +306,7 @@ def offload_triple(arch: str, llvm_version: int = 19) -> str:
         return "nvptx64-nvidia-cuda"
     if vendor == "amd":
         return "spirv64-amd-amdhsa" if arch.partition(":")[0] == "amdgcnspirv" else AMDGCN_TRIPLE
-    raise TargetIDError(f"failed to deduce triple for target architecture '{arch}'; specify the triple using "
-                        "'-fopenmp-targets' and '-Xopenmp-target' instead")
+    raise TargetIDError(_DEDUCE_MSG % arch)
 
 
 def is_target_compatible_for_link(lhs: tuple[str, str], rhs: tuple[str, str]) -> bool:
@@ -326,7 +330,3 @@ def is_target_compatible_for_link(lhs: tuple[str, str], rhs: tuple[str, str]) ->
             return False
     return True
 
-
-# Re-exported for callers that classify triples alongside archs.
-is_amdgpu_triple = is_amdgpu
-is_nvptx_triple = is_nvptx

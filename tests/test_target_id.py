@@ -216,6 +216,9 @@ CANONICAL_ARCH_ERRORS = [
     ("gfx1030:xnack+", 19, None, BAD_TARGET_ID_MSG % "gfx1030:xnack+"),
     ("gfx950", 19, None, "unsupported HIP gpu architecture: gfx950"),
     ("GFX906", 22, None, "unsupported HIP gpu architecture: GFX906"),
+    # `clang-19 -fopenmp --offload-arch=gfx9999 -x c`
+    ("gfx9999", 19, "openmp", "failed to deduce triple for target architecture 'gfx9999'; specify the triple using "
+                              "'-fopenmp-targets' and '-Xopenmp-target' instead"),
 ]
 
 
