@@ -119,9 +119,10 @@ def generated_name(input_file: str, img: OffloadImage, idx: int, llvm_version: i
 
 def _llvm_stem(path: str) -> str:
     """`llvm::sys::path::stem`: the file name without its last extension."""
-    name = path.rstrip("/").rsplit("/", 1)[-1] if path.rstrip("/") else "/"
     if path.endswith("/") and path != "/":
-        name = "."
+        name = "."  # llvm::sys::path::filename of "dir/" is "."
+    else:
+        name = path.rsplit("/", 1)[-1] or "/"
     if name in (".", ".."):
         return name
     pos = name.rfind(".")
