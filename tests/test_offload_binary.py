@@ -215,3 +215,13 @@ def test_hostile_string_table_is_bounded():
     buf[table:table + region] = b"A" * region
     with pytest.raises(OffloadBinaryError, match="implausibly large"):
         read_offload_binaries(bytes(buf))
+
+
+def test_make_image():
+    from offload_tool.offload_binary import make_image
+
+    strings = {"triple": "t", "arch": "a"}
+    img = make_image(b"x", strings, image_kind=IMG_CUBIN, offload_kind=2, flags=5)
+    strings["arch"] = "changed"  # copied, not shared
+    assert (img.image_kind, img.offload_kind, img.flags, img.arch, img.producer) == (3, 2, 5, "a", "cuda")
+    assert read_offload_binaries(write_offload_binary(img))[0] == img
