@@ -537,3 +537,36 @@ def test_random_requests_agree_with_bundler19(tmp_path_factory, kind, triple, ti
     extra = ["-hip-openmp-compatible"] if hip_openmp else []
     assert _extract19(bundler, bundle, target, tmp_path, *extra) == _ours(
         target, ENTRIES, hip_openmp_compatible=hip_openmp), target
+
+
+_any_targets = st.builds(
+    lambda k, t, i: f"{k}-{t}-{i}" if i else f"{k}-{t}",
+    st.sampled_from(["host", "openmp", "hip", "hipv4", "cuda"]),
+    st.sampled_from(["x86_64-unknown-linux-gnu", "x86_64-pc-linux-gnu", "amdgcn-amd-amdhsa-", "amdgcn-amd-amdhsa",
+                     "nvptx64-nvidia-cuda-", "AMDGCN-amd-amdhsa-", "zzz"]),
+    st.sampled_from(["", "gfx906", "gfx906:xnack+", "gfx906:xnack-", "gfx906:sramecc+", "gfx906:sramecc+:xnack+",
+                     "gfx90a", "sm_70", "gfx906:xnack"]))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(_any_targets, min_size=1, max_size=4), st.booleans())
+def test_random_target_lists_agree_with_bundler19(tmp_path_factory, targets, bundling):
+    """validate_bundler_targets accepts exactly what clang-offload-bundler-19 accepts, with its first message."""
+    bundler = need_tool("clang-offload-bundler-19")
+    tmp_path = tmp_path_factory.mktemp("tl")
+    data = tmp_path / "d"
+    data.write_bytes(b"D")
+    if bundling:
+        io = [f"-input={data}"] * len(targets) + [f"-output={tmp_path / 'o'}"]
+    else:
+        bundle = _bundle(bundler, tmp_path, ENTRIES, "m")
+        io = [f"-input={bundle}", "-allow-missing-bundles"] + [f"-output={tmp_path / f'o{i}'}"
+                                                               for i in range(len(targets))]
+    proc = run([bundler, *([] if bundling else ["-unbundle"]), "-type=bc", "-targets=" + ",".join(targets), *io])
+    try:
+        validate_bundler_targets(targets, bundling=bundling)
+    except (UsageError, BundleError) as exc:
+        assert proc.returncode == 1, (targets, str(exc))
+        assert proc.stderr.decode().strip().endswith(f"clang-offload-bundler-19: error: {exc}"), targets
+        return
+    assert proc.returncode == 0, (targets, proc.stderr)
