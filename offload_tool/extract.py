@@ -332,6 +332,8 @@ def _read_abbreviated(bits: _Bits, ops: list[tuple[int, int]]) -> tuple[int, lis
         if enc == _ENC_ARRAY:
             n = bits.vbr(6)
             elt_enc, elt_v = ops[i + 1]
+            if elt_enc not in (_ENC_FIXED, _ENC_VBR, _ENC_CHAR6):
+                bits.fail("array element is not a scalar encoding")
             if n > bits.nbits - bits.pos:
                 bits.fail(f"array of {n} elements runs past the end of the data")
             if elt_enc == _ENC_FIXED and elt_v == 8:
