@@ -367,3 +367,12 @@ def test_llvm_objdump_non_elf_scenario(tmp_path):
         pytest.skip("clang-19 cannot make Mach-O objects here")
     data = (tmp_path / "m.o").read_bytes()
     assert file_kind(data) == "other" and find_offload_images(data, "m.o") == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=400), st.sampled_from([b"BC\xc0\xde", b"\xde\xc0\x17\x0b\0\0\0\0\x14\0\0\0\x40\0\0\0\0\0\0\0BC\xc0\xde"]))
+def test_garbage_bitcode_only_raises_offload_error(junk, magic):
+    try:
+        find_offload_images(magic + junk, "g.bc")
+    except OffloadError:
+        pass
