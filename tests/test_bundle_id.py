@@ -570,3 +570,28 @@ def test_random_target_lists_agree_with_bundler19(tmp_path_factory, targets, bun
         assert proc.stderr.decode().strip().endswith(f"clang-offload-bundler-19: error: {exc}"), targets
         return
     assert proc.returncode == 0, (targets, proc.stderr)
+
+
+def test_hipcc_rdc_object_ids(hipcc_fatbin, tmp_path):
+    """hipcc -fgpu-rdc writes 3-field device IDs (`hip-amdgcn-amd-amdhsa-gfx90a:xnack-`) and a host ID without
+    the trailing empty field; both are read with the fields they mean."""
+    bundler = need_tool("clang-offload-bundler-19")
+    src = hipcc_fatbin.parent / "k.hip"
+    obj = tmp_path / "rdc.o"
+    proc = subprocess.run([find_tool("hipcc"), "-fgpu-rdc", "--offload-arch=gfx90a:xnack-", "-c", str(src), "-o",
+                           str(obj)], env=dict(os.environ, HIP_PLATFORM="amd"), capture_output=True)
+    assert proc.returncode == 0, proc.stderr[-300:]
+    listed = run([bundler, "-list", "-type=o", f"-input={obj}"]).stdout.decode().split()
+    assert sorted(listed) == ["hip-amdgcn-amd-amdhsa-gfx90a:xnack-", "host-x86_64-pc-linux-gnu"]
+    assert parse_bundle_entry_id(listed[0]) == BundleEntryID("hip", "amdgcn-amd-amdhsa-", "gfx90a:xnack-")
+    for request in ["hip-amdgcn-amd-amdhsa--gfx90a:xnack-", "hip-amdgcn-amd-amdhsa--gfx90a",
+                    "hipv4-amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-", "host-x86_64-unknown-linux-gnu",
+                    "host-x86_64-pc-linux-gnu"]:
+        out = tmp_path / "x"
+        proc = run([bundler, "-unbundle", "-type=o", f"-targets={request}", f"-input={obj}", f"-output={out}"])
+        ours = [e for e in listed if is_code_object_compatible(e, standardize(request))]
+        if request == "host-x86_64-pc-linux-gnu":
+            # deliberate: 19 cannot match an entry written without the trailing empty field; we do
+            assert proc.returncode == 1 and ours == ["host-x86_64-pc-linux-gnu"]
+        else:
+            assert (proc.returncode == 0) == (len(ours) == 1), request
