@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+from functools import lru_cache
 
 from .archive import read_archive, write_archive
 from .errors import BundleError, CompressionError, UsageError
@@ -64,22 +66,54 @@ def llvm_extension(path: str) -> str:
 
 def device_member_name(member_name: str, bundle_entry_id: str) -> str:
     """The name LLVM 19 gives the extracted entry in the device-specific archive."""
+    stem = llvm_stem(member_name)
+    ext = _device_extension(bundle_entry_id) or llvm_extension(member_name)
+    return (stem + "-" + bundle_entry_id + stem + ext).replace(":", "_")
+
+
+@lru_cache(maxsize=1024)
+def _device_extension(bundle_entry_id: str) -> str:
+    """".bc" / ".cubin" by LLVM 19's re-parsed target ID of the stored entry ID (quirks included), else ""."""
     from .bundle_id import standardize
 
-    stem = llvm_stem(member_name)
-    target_id = standardize(bundle_entry_id).target_id  # LLVM re-parses the stored ID (quirks included)
+    target_id = standardize(bundle_entry_id).target_id
     if "gfx" in target_id:
-        ext = ".bc"
-    elif "sm_" in target_id:
-        ext = ".cubin"
-    else:
-        ext = llvm_extension(member_name)
-    return (stem + "-" + bundle_entry_id + stem + ext).replace(":", "_")
+        return ".bc"
+    if "sm_" in target_id:
+        return ".cubin"
+    return ""
+
+
+_UNSAFE_NAME = re.compile(r"[\x00-\x1f/\\]")
+
+
+def _safe_member_name(name: str) -> str:
+    """`fileio.sanitize_name`, skipped for the common already-safe name (archives have thousands)."""
+    if name in ("", ".", "..") or _UNSAFE_NAME.search(name):
+        return sanitize_name(name)
+    return name
+
+
+# StringMap iteration order depends only on the sequence of keys: archives repeat the same few.
+_ORDER_CACHE: dict[tuple[str, ...], list[int]] = {}
+
+
+def _stringmap_order(entries: list) -> list:
+    from .bundle import BundleEntry, stringmap_entries
+
+    key = tuple(e.bundle_entry_id for e in entries)
+    order = _ORDER_CACHE.get(key)
+    if order is None:
+        probes = [BundleEntry(i, b"", n) for n, i in enumerate(key)]
+        order = [p.offset for p in stringmap_entries(probes)]
+        if len(_ORDER_CACHE) < 1024:
+            _ORDER_CACHE[key] = order
+    return [entries[n] for n in order]
 
 
 def _entries(data, *, decompress: bool, where: str) -> list:
     """Bundle entries of one member in the order LLVM's handler yields them."""
-    from .bundle import read_binary_bundle, stringmap_entries
+    from .bundle import read_binary_bundle
     from .objbundle import is_object_file, read_object_bundle
 
     if decompress:
@@ -93,7 +127,7 @@ def _entries(data, *, decompress: bool, where: str) -> list:
                 raise CompressionError(f"Failed to decompress code object: {exc} ({where})") from None
     if is_object_file(data):
         return read_object_bundle(data)
-    return stringmap_entries(read_binary_bundle(data))
+    return _stringmap_order(read_binary_bundle(data))
 
 
 def archive_member_entries(member_data, *, decompress: bool = True, where: str = "archive member") -> list:
@@ -129,14 +163,18 @@ def unbundle_archive(input_path, targets: list[str], output_paths: list[str], *,
         if check_input_archive:
             _check_archive(members, input_name)
         outputs: dict[str, list[tuple[str, object]]] = {}
+        compatible_cache: dict[str, list[str]] = {}
         for m in members:
             for entry in _entries(m.data, decompress=True, where=m.name):
-                compatible = [t for t in targets
-                              if is_code_object_compatible(entry.bundle_entry_id, t,
-                                                           hip_openmp_compatible=hip_openmp_compatible)]
+                compatible = compatible_cache.get(entry.bundle_entry_id)
+                if compatible is None:
+                    compatible = [t for t in targets
+                                  if is_code_object_compatible(entry.bundle_entry_id, t,
+                                                               hip_openmp_compatible=hip_openmp_compatible)]
+                    compatible_cache[entry.bundle_entry_id] = compatible
                 if not compatible:
                     continue
-                name = sanitize_name(device_member_name(_llvm_filename(m.name), entry.bundle_entry_id))
+                name = _safe_member_name(device_member_name(_llvm_filename(m.name), entry.bundle_entry_id))
                 for t in compatible:
                     outputs.setdefault(t, []).append((name, entry.data))
         plan: dict[str, list] = {}
