@@ -290,7 +290,10 @@ class _Scanner:
                 kind = self.container_kind(sec.data)
                 if kind is None:
                     raise OffloadError(f"{spath}: section at file offset {sec.offset:#x} holds no known container")
-                self.scan_container(kind, sec.data, spath, wrappers + ["elf"], depth + 1, False)
+                try:
+                    self.scan_container(kind, sec.data, spath, wrappers + ["elf"], depth + 1, False)
+                except OffloadError as exc:
+                    raise with_file_name(exc, f"{spath} (file offset {sec.offset:#x})") from None
 
     def add(self, image: DeviceImage) -> None:
         image.file = self.files[-1] if self.files else ""
@@ -321,6 +324,17 @@ def _read_text_bundle(data):
     return bundle.read_text_bundle(data, _TEXT_COMMENTS[comment])
 
 
+def with_file_name(exc: OffloadError, name: str) -> OffloadError:
+    """`exc`, its message prefixed with the file name unless it already names the file."""
+    msg = str(exc)
+    if msg.startswith(name) or f"'{name}'" in msg:
+        return exc
+    try:
+        return type(exc)(f"{name}: {msg}")
+    except TypeError:  # a subclass with another constructor signature
+        return OffloadError(f"{name}: {msg}")
+
+
 def inspect_buffer(buf, name: str, *, llvm_version: int | None = None, keep_data: bool = True) -> list[DeviceImage]:
     """Every device image in `buf` (the contents of the file called `name`).
 
@@ -328,8 +342,8 @@ def inspect_buffer(buf, name: str, *, llvm_version: int | None = None, keep_data
     scanner = _Scanner(llvm_version, keep_data)
     try:
         scanner.scan_file(_view(buf), name, [], 0)
-    except OffloadError:
-        raise
+    except OffloadError as exc:
+        raise with_file_name(exc, name) from None
     except (ValueError, IndexError, KeyError, UnicodeError, OverflowError, MemoryError) as exc:
         # Last line of defence for a parser we call: still one OffloadError line.
         raise OffloadError(f"{name}: malformed input ({type(exc).__name__}: {exc})") from None

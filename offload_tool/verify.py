@@ -50,7 +50,7 @@ import struct
 from dataclasses import dataclass, field
 
 from .errors import ElfError, OffloadError, UsageError
-from .inspector import DeviceImage, inspect_buffer
+from .inspector import DeviceImage, inspect_buffer, with_file_name
 
 __all__ = ["VerifyResult", "HostEntry", "verify_buffer", "verify_file", "host_offload_entries",
            "device_symbol_names", "image_has_symbol", "arch_satisfied", "OMP_ENTRY_PREFIX", "ENTRY_SECTIONS"]
@@ -351,7 +351,10 @@ def verify_buffer(buf, name: str, *, require: list[str] = (), check_entries: boo
         return result
     any_entries = False
     for host_path, host_buf in _host_objects(memoryview(buf), name):
-        entries = [e for e in host_offload_entries(host_buf) if e.name.startswith(OMP_ENTRY_PREFIX)]
+        try:
+            entries = [e for e in host_offload_entries(host_buf) if e.name.startswith(OMP_ENTRY_PREFIX)]
+        except OffloadError as exc:
+            raise with_file_name(exc, host_path) from None
         if not entries:
             continue
         any_entries = True
@@ -361,7 +364,10 @@ def verify_buffer(buf, name: str, *, require: list[str] = (), check_entries: boo
                 result.notes.append(f"{host_path}: {len(entries)} host offload entries but no OpenMP device images")
             continue
         for img in device:
-            symbols = device_symbol_names(img.data)
+            try:
+                symbols = device_symbol_names(img.data)
+            except OffloadError as exc:
+                raise with_file_name(exc, img.path) from None
             for entry in entries:
                 result.entries_checked += 1
                 if not image_has_symbol(img.data, entry.name, symbols):
