@@ -24,6 +24,7 @@ where LLVM would parse the IR or fail: a documented difference.
 
 from __future__ import annotations
 
+import os
 import struct
 from dataclasses import dataclass
 from typing import BinaryIO, Sequence
@@ -155,7 +156,7 @@ def member_symbols(data) -> list[bytes] | None:
     """The archive-symbol-table names LLVM lists for one member, or None if the member is not a
     symbolic file (no object: does not make LLVM write a symbol table)."""
     head = bytes(data[:4])
-    if head == b"\x7fELF":
+    if head == b"\x7fELF" and len(data) >= 18:  # identify_magic needs e_type too
         return _elf_symbols(data)
     if head == b"BC\xc0\xde" or head == b"\xde\xc0\x17\x0b":
         return _bitcode_symbols(data)
@@ -344,15 +345,15 @@ def _bc_block_blob(bits: _Bits, abbrev_width: int) -> bytes | None:
             i += 1
 
 
-def _bitcode_symbols(data) -> list[bytes]:
+def _bitcode_symbols(data) -> list[bytes] | None:
     raw = bytes(data)
     if raw[:4] == b"\xde\xc0\x17\x0b":  # bitcode wrapper header: magic, version, offset, size, cputype
         if len(raw) < 20:
-            return []
+            return None
         off, size = struct.unpack_from("<II", raw, 8)
         raw = raw[off:off + size]
     if raw[:4] != b"BC\xc0\xde":
-        return []
+        return None
     symtab = strtab = None
     try:
         bits = _Bits(raw, 32)
@@ -375,13 +376,13 @@ def _bitcode_symbols(data) -> list[bytes]:
                     strtab = blob
             bits.pos = end
     except _BitsError:
-        return []
+        return None
     if symtab is None or strtab is None or len(symtab) < 76:
-        return []
+        return None
     # irsymtab::storage::Header: Version, Producer(Str), Modules, Comdats, Symbols(Range<Symbol>), ...
     sym_off, sym_count = struct.unpack_from("<II", symtab, 28)
     if sym_off > len(symtab) or sym_count > (len(symtab) - sym_off) // 24:
-        return []
+        return None
     out = []
     for i in range(sym_count):
         name_off, name_size, _irn_off, _irn_size, _comdat, flags = struct.unpack_from("<6I", symtab, sym_off + 24 * i)
@@ -422,6 +423,14 @@ def _member_header(name_field: bytes, size: int, mode: bytes = b"644") -> bytes:
             + _field(size, 10) + _FMAG)
 
 
+def _sym64_threshold() -> int:
+    """4 GiB, or `$SYM64_THRESHOLD` (decimal), which LLVM's writer honours for testing."""
+    text = os.environ.get("SYM64_THRESHOLD")
+    if text is not None and text.isascii() and text.isdigit():
+        return int(text)
+    return _SYM64_THRESHOLD
+
+
 def _nbytes(data) -> int:
     return data.nbytes if isinstance(data, memoryview) else len(data)
 
@@ -456,44 +465,39 @@ def write_archive(members: Sequence[tuple[str, object]], out: BinaryIO, *, symta
     has_object, per_member = archive_symbols(members) if symtab else (False, [[] for _ in members])
     sym_count = sum(len(s) for s in per_member)
     sym_names = b"".join(n + b"\0" for syms in per_member for n in syms)
-    write_symtab = symtab and has_object
-
+    if has_object and not sym_names:
+        sym_names = b"\0\0\0"  # LLVM's empty table "to satisfy Solaris tools"
     member_sizes = [_nbytes(d) for _, d in members]
+    long_member_size = _HEADER_SIZE + len(long_table) if long_table else 0
 
-    def layout(word: int) -> tuple[int, list[int]]:
-        if write_symtab:
-            size = word + word * sym_count + len(sym_names)
-            if sym_count == 0:
-                size = 8  # LLVM's empty table: a zero count and four zero bytes
-            size += size % 2
-            pos = 8 + _HEADER_SIZE + size
-        else:
-            size = 0
-            pos = 8
-        if long_table:
-            pos += _HEADER_SIZE + len(long_table)
-        offsets = []
-        for n in member_sizes:
-            offsets.append(pos)
-            pos += _HEADER_SIZE + n + (n & 1)
-        return size, offsets
+    def symtab_size(word: int) -> int:
+        size = word + word * sym_count + len(sym_names)
+        return size + size % 2
 
+    # LLVM switches to /SYM64/ when the last member header would start at or past the threshold
+    # (4 GiB, or $SYM64_THRESHOLD as LLVM reads it), computed with the 32-bit table.
     word = 4
-    symtab_size, offsets = layout(4)
-    sym_member_offsets = [offsets[i] for i, syms in enumerate(per_member) if syms]
-    if write_symtab and sym_member_offsets and max(sym_member_offsets) >= _SYM64_THRESHOLD:
-        word = 8
-        symtab_size, offsets = layout(8)
+    if symtab and members:
+        headers = 8 + _HEADER_SIZE + symtab_size(4) + long_member_size
+        last_header = headers + sum(_HEADER_SIZE + n + (n & 1) for n in member_sizes[:-1])
+        if last_header >= _sym64_threshold():
+            word = 8
+    write_symtab = symtab and bool(sym_names)
+    pos = 8 + (_HEADER_SIZE + symtab_size(word) if write_symtab else 0) + long_member_size
+    offsets = []
+    for n in member_sizes:
+        offsets.append(pos)
+        pos += _HEADER_SIZE + n + (n & 1)
+    symtab_bytes = symtab_size(word)
     out.write(AR_MAGIC)
     if write_symtab:
         fmt = ">I" if word == 4 else ">Q"
         body = bytearray(struct.pack(fmt, sym_count))
         for i, syms in enumerate(per_member):
             body += struct.pack(fmt, offsets[i]) * len(syms)
-        if sym_count:
-            body += sym_names
-        body += b"\0" * (symtab_size - len(body))
-        out.write(_member_header(b"/" if word == 4 else b"/SYM64/", symtab_size, b"0"))
+        body += sym_names
+        body += b"\0" * (symtab_bytes - len(body))
+        out.write(_member_header(b"/" if word == 4 else b"/SYM64/", symtab_bytes, b"0"))
         out.write(body)
     if long_table:
         out.write(_field(b"//", 48) + _field(len(long_table), 10) + _FMAG)

@@ -82,6 +82,24 @@ def test_byte_identical_to_llvm_ar(files, tmp_path, names):
     assert [(m.name, bytes(m.data)) for m in got] == [(p.name, p.read_bytes()) for p in paths]
 
 
+@pytest.mark.parametrize("threshold", ["100", "400"])
+@pytest.mark.parametrize("names", [SETS[0], SETS[3], SETS[4]], ids=lambda s: "+".join(s))
+def test_sym64_table_matches_llvm_ar(files, tmp_path, monkeypatch, names, threshold):
+    """LLVM switches to the /SYM64/ table when the last member header starts at or past 4 GiB;
+    $SYM64_THRESHOLD lowers that limit (in LLVM and here), so the 64-bit layout is testable."""
+    llvm_ar = need_tool("llvm-ar-19")
+    if any(n not in files for n in names):
+        pytest.skip("member not buildable here")
+    monkeypatch.setenv("SYM64_THRESHOLD", threshold)
+    paths = [files[n] for n in names]
+    r = run([llvm_ar, "rcD", tmp_path / "ref.a", *paths])
+    assert r.returncode == 0, r.stderr
+    ref = (tmp_path / "ref.a").read_bytes()
+    assert _write([(p.name, p.read_bytes()) for p in paths]) == ref
+    got = archive.read_archive(ref)
+    assert [m.name for m in got] == names
+
+
 def test_duplicate_long_names_share_one_entry(files, tmp_path):
     llvm_ar = need_tool("llvm-ar-19")
     p = files["sixteen_chars_ab"]
