@@ -158,6 +158,13 @@ def openmp() -> dict[str, Path | None]:
                                   src)
     if c22:
         s["omp22.o"] = _build(d / "omp22.o", c22, "-fopenmp", "--offload-arch=sm_80,gfx90a", "-nogpulib", "-c", src)
+        if s["omp22.o"]:
+            # No LLVM 22 device runtime here, so no offload link: a plain host link of the clang 22
+            # object still keeps its `llvm_offload_entries` section (names reached through
+            # R_X86_64_RELATIVE relocations in a PIE, absolute pointers with -no-pie).
+            host_libs = ["-L/usr/lib/llvm-19/lib", "-lomptarget", "-lomp"]
+            s["omp22_host.exe"] = _build(d / "omp22_host.exe", c22, s["omp22.o"], *host_libs)
+            s["omp22_host_nopie.exe"] = _build(d / "omp22_host_nopie.exe", c22, "-no-pie", s["omp22.o"], *host_libs)
     return s
 
 

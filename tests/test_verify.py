@@ -75,6 +75,7 @@ def omp():
     ("omp19_nv.o", "omp_offloading_entries"), ("omp19_amd.o", "omp_offloading_entries"),
     ("omp19_nv.exe", "omp_offloading_entries"), ("omp19_amd.exe", "omp_offloading_entries"),
     ("omp19_nv.so", "omp_offloading_entries"), ("omp22.o", "llvm_offload_entries"),
+    ("omp22_host.exe", "llvm_offload_entries"), ("omp22_host_nopie.exe", "llvm_offload_entries"),
 ])
 def test_host_entries_found(omp, name, section):
     path = samples.need(omp, name)
