@@ -387,3 +387,28 @@ def test_corrupt_headers_only_raise_elf_error(objs, data):
             pass
         except OffloadError as exc:  # pragma: no cover - would be a wrong exception type
             raise AssertionError(f"not an ElfError: {exc!r}")
+
+
+_sec_names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz._-0123456789", min_size=1, max_size=40)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(new=st.lists(st.tuples(_sec_names, st.binary(max_size=300), st.sampled_from([1, 2, 4, 8, 16, 64]),
+                              st.sampled_from([elf.SHT_PROGBITS, elf.SHT_LLVM_OFFLOADING, 0x70000001]),
+                              st.sampled_from([elf.SHF_EXCLUDE, 0, 2])), min_size=1, max_size=6),
+       which=st.sampled_from(["gcc", "clang", "m32", "ppc64be"]))
+def test_add_remove_round_trip_property(objs, cross_objs, new, which):
+    """add -> read gives the new sections back exactly; remove(new) gives the original sections."""
+    host = objs.get(which) or cross_objs.get(which)
+    if host is None:
+        return
+    orig = elf.read_sections(host)
+    added = _add(host, [elf.NewSection(n, d, t, f, a) for n, d, a, t, f in new])
+    secs = elf.read_sections(added)
+    assert [(s.name, bytes(s.data), s.align, s.sh_type, s.flags) for s in secs[len(orig):]] == \
+           [(n, d, a, t, f) for n, d, a, t, f in new]
+    assert all(s.offset % s.align == 0 for s in secs[len(orig):])
+    back = _remove(added, lambda s: s.index >= len(orig))
+    got = elf.read_sections(back)
+    assert [(s.name, s.sh_type, s.flags, s.size, s.link, s.info, bytes(s.data)) for s in got] == \
+           [(s.name, s.sh_type, s.flags, s.size, s.link, s.info, bytes(s.data)) for s in orig]

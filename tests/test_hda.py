@@ -174,14 +174,35 @@ def test_host_entries_are_working_objects(fat_lib, tmp_path):
     b = archive.read_archive(theirs[0].read_bytes())
     assert [m.name for m in a] == [m.name for m in b] == ["simple-host-x86_64-unknown-linux-gnu-simple.o",
                                                           "ours_fat-host-x86_64-unknown-linux-gnu-ours_fat.o"]
+    host = (fat_lib.parent / "host.o").read_bytes()
     for x, y in zip(a, b):
         assert archive.member_symbols(x.data) == archive.member_symbols(y.data) == [b"host_fn"]
         assert not any(s.name.startswith("__CLANG") for s in elf.read_sections(x.data))
+        # Same sections and contents as the original host object (string tables aside).
+        assert [(s.name, s.sh_type, bytes(s.data)) for s in elf.read_sections(x.data) if s.sh_type != 3] == \
+               [(s.name, s.sh_type, bytes(s.data)) for s in elf.read_sections(host) if s.sh_type != 3]
     if shutil.which("gcc"):
         (tmp_path / "main.c").write_text(MAIN_C)
         r = run(["gcc", tmp_path / "main.c", ours[0], "-o", tmp_path / "prog"])
         assert r.returncode == 0, r.stderr
         assert run([tmp_path / "prog"]).stdout == b"42\n"
+
+
+def test_llvm22_compressed_members(tmp_path):
+    """Members compressed by clang-offload-bundler-22 (CCOB v3, which LLVM 19 cannot read)."""
+    bundler22 = need_tool("clang-offload-bundler-22")
+    (tmp_path / "p1").write_bytes(b"gfx906 payload")
+    (tmp_path / "p2").write_bytes(b"gfx90a payload")
+    r = run([bundler22, "-type=o", "-targets=hip-amdgcn-amd-amdhsa--gfx906,hip-amdgcn-amd-amdhsa--gfx90a",
+             f"-input={tmp_path / 'p1'}", f"-input={tmp_path / 'p2'}", f"-output={tmp_path / 'b22.co'}", "-compress"])
+    assert r.returncode == 0, r.stderr
+    lib = io.BytesIO()
+    archive.write_archive([("b22.co", (tmp_path / "b22.co").read_bytes())], lib)
+    (tmp_path / "lib.a").write_bytes(lib.getvalue())
+    outs = _ours(tmp_path, tmp_path / "lib.a", ["hip-amdgcn-amd-amdhsa--gfx90a", "hipv4-amdgcn-amd-amdhsa--gfx906"])
+    got = [[(m.name, bytes(m.data)) for m in archive.read_archive(o.read_bytes())] for o in outs]
+    assert got == [[("b22-hip-amdgcn-amd-amdhsa--gfx90ab22.bc", b"gfx90a payload")],
+                   [("b22-hip-amdgcn-amd-amdhsa--gfx906b22.bc", b"gfx906 payload")]]
 
 
 def test_missing_and_allow_missing(fat_lib, tmp_path):
