@@ -287,11 +287,19 @@ class _Scanner:
             elif name in _HIP_FATBIN_SECTIONS or name in _fatbin.FATBIN_SECTIONS:
                 if sec.sh_type == 8 or not len(sec.data):  # SHT_NOBITS / empty: nothing stored
                     continue
-                kind = self.container_kind(sec.data)
-                if kind is None:
-                    raise OffloadError(f"{spath}: section at file offset {sec.offset:#x} holds no known container")
                 try:
-                    self.scan_container(kind, sec.data, spath, wrappers + ["elf"], depth + 1, False)
+                    if name in _HIP_FATBIN_SECTIONS:
+                        # A linked program's .hip_fatbin holds one bundle per translation unit, each
+                        # aligned (4096) by the linker.
+                        parts = _split_bundles(sec.data)
+                    else:
+                        parts = [(0, sec.data)]
+                    for off, part in parts:
+                        kind = self.container_kind(part)
+                        if kind is None:
+                            raise OffloadError(f"no known container at offset {off:#x}")
+                        ppath = spath if len(parts) == 1 else f"{spath}@{off:#x}"
+                        self.scan_container(kind, part, ppath, wrappers + ["elf"], depth + 1, False)
                 except OffloadError as exc:
                     raise with_file_name(exc, f"{spath} (file offset {sec.offset:#x})") from None
 
@@ -301,6 +309,49 @@ class _Scanner:
         if not self.keep_data:
             image.data = b""  # listing only: do not hold every (decompressed) image in memory
         self.found.append(image)
+
+
+def _bundle_extent(data) -> int | None:
+    """Bytes taken by the (binary or compressed) bundle at the start of `data`; None if unknown."""
+    head = bytes(data[:4])
+    if head == _CCOB_MAGIC:
+        from . import ccob
+        info = ccob.read_header(data)
+        return info.total_size  # None for version 1, which records no size
+    from .bundle import read_binary_bundle
+    entries = read_binary_bundle(data)
+    header = 24 + 8 + sum(24 + len(e.bundle_entry_id.encode("utf-8", "surrogateescape")) for e in entries)
+    return max([header] + [e.offset + e.size for e in entries])
+
+
+def _split_bundles(data) -> list[tuple[int, memoryview]]:
+    """The bundles stored back to back (zero padding between) in a `.hip_fatbin` section."""
+    view = _view(data)
+    parts: list[tuple[int, memoryview]] = []
+    pos = 0
+    n = len(view)
+    while pos < n:
+        if bytes(view[pos:pos + 4]) not in (_BUNDLE_MAGIC[:4], _CCOB_MAGIC):
+            if parts and not any(bytes(view[pos:])):  # trailing padding
+                break
+            if parts:
+                # Skip zero padding up to the next non-zero byte.
+                rest = bytes(view[pos:])
+                skip = len(rest) - len(rest.lstrip(b"\0"))
+                if skip == 0:
+                    raise OffloadError(f"no bundle at offset {pos:#x} after the previous one")
+                pos += skip
+                continue
+        part = view[pos:]
+        extent = _bundle_extent(part)
+        if extent is None or extent <= 0 or extent >= len(part):
+            parts.append((pos, part))
+            break
+        parts.append((pos, part[:extent]))
+        pos += extent
+        if len(parts) > 1 << 16:
+            raise OffloadError("more than 65536 bundles in one section")
+    return parts
 
 
 @dataclass

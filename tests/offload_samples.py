@@ -181,6 +181,13 @@ def hip() -> dict[str, Path | None]:
         src.write_text(HIP_SRC)
         s["hipcc.o"] = _build(d / "hipcc.o", hipcc, "--offload-arch=gfx90a,gfx906", "-c", src,
                               env={"HIP_PLATFORM": "amd"})
+        src2 = d / "vsub.hip"
+        src2.write_text(HIP_SRC.replace("vadd", "vsub").replace("int main() { return 0; }", ""))
+        s["hipcc2.o"] = _build(d / "hipcc2.o", hipcc, "--offload-arch=gfx90a,gfx906", "-c", src2,
+                               env={"HIP_PLATFORM": "amd"})
+        if s["hipcc.o"] and s["hipcc2.o"]:
+            s["hipcc.exe"] = _build(d / "hipcc.exe", hipcc, "--offload-arch=gfx90a,gfx906", s["hipcc.o"], s["hipcc2.o"],
+                                    env={"HIP_PLATFORM": "amd"})
     c19, bundler = find_tool("clang-19"), find_tool("clang-offload-bundler-19")
     if not c19:
         return s

@@ -209,6 +209,18 @@ def test_hipcc_object(hip, tmp_path):
     assert {i["bundle_entry_id"] for i in images} == _bundler_ids(sec, "bc")
 
 
+def test_hipcc_program_lists_every_translation_unit(hip):
+    """A linked program's .hip_fatbin holds one bundle per object, 4096-aligned."""
+    exe, obj = samples.need(hip, "hipcc.exe", "hipcc.o")
+    images = _json(exe)
+    assert len(images) == 4
+    assert {i["arch"] for i in images} == {"gfx90a", "gfx906"}
+    offsets = {i["path"].split("@")[1].split("[")[0] for i in images}
+    assert len(offsets) == 2 and "0x0" in offsets and all(int(o, 16) % 4096 == 0 for o in offsets)
+    # The first translation unit's code objects are the ones in its object file.
+    assert {i["sha256"] for i in _json(obj)} <= {i["sha256"] for i in images}
+
+
 # ---------------------------------------------------------------------------------------------
 # Packages: producer value 3, nesting
 
@@ -320,3 +332,22 @@ def test_corruption_only_raises_offload_error(data):
             assert len(img.sha256) == 64
     except OffloadError:
         pass
+
+
+def test_split_hip_fatbin_bundles():
+    import io
+    from offload_tool.bundle import BundleEntry, write_binary_bundle
+    from offload_tool.inspector import _split_bundles
+
+    def bundle(payload: bytes) -> bytes:
+        f = io.BytesIO()
+        write_binary_bundle([BundleEntry("host-x86_64-unknown-linux--", b""),
+                             BundleEntry("hipv4-amdgcn-amd-amdhsa--gfx90a", payload)], f, 4096)
+        return f.getvalue()
+
+    a, b = bundle(b"\x7fELF-one"), bundle(b"\x7fELF-two")
+    section = a + bytes(-len(a) % 4096) + b + bytes(100)
+    parts = _split_bundles(section)
+    assert [(off, bytes(p)) for off, p in parts] == [(0, a), (len(a) + (-len(a) % 4096), b)]
+    with pytest.raises(OffloadError, match="no bundle at offset"):
+        _split_bundles(a + b"garbage!" + b)
