@@ -280,14 +280,17 @@ class _Elf:
         self.shnum = shnum
         self.shstrndx = shstrndx
         headers = []
-        for i in range(shnum):
-            hoff = e.e_shoff + i * self.shdr_struct.size
-            h = self._shdr_at(hoff)
+        make = self.shdr_tuple._make
+        table = self.shdr_struct.iter_unpack(self.buf[e.e_shoff:table_end])
+        for i, fields in enumerate(table):
+            h = make(fields)
             if h.sh_type != SHT_NOBITS and h.sh_size:
                 if h.sh_offset > size or h.sh_size > size - h.sh_offset:
+                    hoff = e.e_shoff + i * self.shdr_struct.size
                     raise ElfError(f"section {i} (header at {hoff:#x}): sh_offset {h.sh_offset:#x} + sh_size "
                                    f"{h.sh_size:#x} lies past the end of the file ({size:#x} bytes)")
             if h.sh_addralign > 1 and h.sh_addralign & (h.sh_addralign - 1):
+                hoff = e.e_shoff + i * self.shdr_struct.size
                 raise ElfError(f"section {i} (header at {hoff:#x}): sh_addralign {h.sh_addralign} is not a power of 2")
             headers.append(h)
         names = b""
