@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from . import fatbin as _fatbin
 from .errors import OffloadError
-from .offload_binary import (IMG_BITCODE, OffloadImage, is_bitcode, objdump_image_kind_name, offload_kind_name)
+from .offload_binary import OffloadImage, is_bitcode, objdump_image_kind_name, offload_kind_name
 
 __all__ = ["DeviceImage", "inspect_buffer", "inspect_file", "format_table", "to_json", "MAX_DEPTH",
            "AMBIGUOUS_PRODUCER", "AMBIGUOUS_PRODUCER_NOTE"]

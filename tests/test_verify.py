@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import offload_samples as samples
-from conftest import find_tool, need_tool, run, run_cli
+from conftest import need_tool, run, run_cli
 from offload_tool.errors import OffloadError, TargetIDError, UsageError
 from offload_tool.offload_binary import make_image, write_offload_binary
 from offload_tool.verify import (OMP_ENTRY_PREFIX, arch_satisfied, host_offload_entries, image_has_symbol,
