@@ -108,7 +108,7 @@ def read_archive(buf) -> list[ArchiveMember]:
         raw_name = hdr[0:16].rstrip(b" ")
         data = view[data_start:data_start + data_size]
         next_pos = data_start + data_size + (data_size & 1)
-        if raw_name in (b"/", b"/SYM64/", b"__.SYMDEF", b"__.SYMDEF SORTED", b"__.SYMDEF_64",
+        if raw_name in (b"/", b"/SYM64/", b"/<ECSYMBOLS>", b"__.SYMDEF", b"__.SYMDEF SORTED", b"__.SYMDEF_64",
                         b"__.SYMDEF_64 SORTED"):
             pos = next_pos
             continue

@@ -299,3 +299,44 @@ def test_corrupt_archives_only_raise_offload_error(hip_lib, tmp_path_factory, da
                              check_input_archive=data.draw(st.booleans()))
     except OffloadError:
         assert not (tmp / "o1.a").exists() and not (tmp / "o2.a").exists()
+
+
+_ID_POOL = ["hip-amdgcn-amd-amdhsa--gfx906", "hip-amdgcn-amd-amdhsa--gfx906:xnack+",
+            "hipv4-amdgcn-amd-amdhsa--gfx90a:sramecc-:xnack+", "openmp-amdgcn-amd-amdhsa--gfx908",
+            "openmp-nvptx64-nvidia-cuda--sm_70", "host-x86_64-unknown-linux-gnu-", "hip-amdgcn-amd-amdhsa--gfx1030",
+            "hipv4-amdgcn-amd-amdhsa--gfx906:xnack-"]
+_TARGET_POOL = ["hip-amdgcn-amd-amdhsa-gfx906", "hip-amdgcn-amd-amdhsa--gfx906:xnack+",
+                "hipv4-amdgcn-amd-amdhsa--gfx906:xnack-", "hip-amdgcn-amd-amdhsa--gfx90a:xnack+:sramecc-",
+                "openmp-amdgcn-amd-amdhsa--gfx908", "openmp-nvptx64-nvidia-cuda-sm_70",
+                "host-x86_64-unknown-linux-gnu", "hip-amdgcn-amd-amdhsa--gfx1030", "openmp-amdgcn-amd-amdhsa--gfx1030"]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(members=st.lists(st.lists(st.sampled_from(_ID_POOL), min_size=1, max_size=4, unique=True), min_size=1,
+                        max_size=4),
+       targets=st.lists(st.sampled_from(_TARGET_POOL), min_size=1, max_size=3, unique=True),
+       flags=st.fixed_dictionaries({"allow": st.booleans(), "hipomp": st.booleans()}))
+def test_random_archives_match_llvm(tmp_path_factory, members, targets, flags):
+    """Random binary-bundle members and target lists: the same archives (bytes) or the same error."""
+    from offload_tool.bundle_id import validate_bundler_targets
+
+    need_tool("clang-offload-bundler-19")
+    tmp = tmp_path_factory.mktemp("rand")
+    items = [(f"m{i}.o", _binary_bundle([(e, f"{i}:{e}".encode()) for e in ids])) for i, ids in enumerate(members)]
+    lib = io.BytesIO()
+    archive.write_archive(items, lib)
+    (tmp / "lib.a").write_bytes(lib.getvalue())
+    extra = (["-allow-missing-bundles"] if flags["allow"] else []) + (["-hip-openmp-compatible"] if flags["hipomp"]
+                                                                      else [])
+    r, theirs = _llvm_unbundle(tmp, tmp / "lib.a", targets, extra)
+    try:
+        std = [str(t) for t in validate_bundler_targets(targets, bundling=False)]
+        outs = [tmp / f"ours-{i}.a" for i in range(len(targets))]
+        hda.unbundle_archive(tmp / "lib.a", std, outs, allow_missing_bundles=flags["allow"],
+                             hip_openmp_compatible=flags["hipomp"])
+    except OffloadError as exc:
+        assert r.returncode == 1 and r.stderr.decode().strip().endswith(str(exc)), (r.stderr, str(exc))
+        return
+    assert r.returncode == 0, r.stderr
+    for a, b in zip(outs, theirs):
+        assert a.read_bytes() == b.read_bytes()
