@@ -16,7 +16,7 @@ from typing import Callable, Mapping, Sequence
 from .bundle import (BINARY_TYPES, TEXT_COMMENTS, BundleEntry, bundle_chunks, bundle_size, is_binary_bundle, read_binary_bundle,
                      read_text_bundle, stringmap_entries, write_binary_bundle, write_text_bundle)
 from .ccob import CompressionInfo
-from .errors import BundleError, BundleFormatError, CompressionError, UsageError
+from .errors import BundleError, BundleFormatError, CompressionError, OffloadError, UsageError
 from .fileio import atomic_output, open_input
 
 __all__ = ["Bundle", "BundlerConfig", "bundle", "unbundle", "list_bundle_ids", "read_bundle", "write_bundle",
@@ -122,18 +122,31 @@ def _handler_kind(files_type: str, reference) -> str:
     return "object" if is_object_file(reference) else "binary"
 
 
-def _maybe_decompress(buf, cfg: BundlerConfig, prefix: str = "Failed to decompress input: "):
-    """The input as the handlers see it: decompressed if it is a CCOB (hash always checked)."""
-    from .ccob import decompress, is_compressed
+def _maybe_decompress(buf, cfg: BundlerConfig, prefix: str = "Failed to decompress input: ", defer: bool = False):
+    """The input as the handlers see it: decompressed if it is a CCOB (hash always checked).
+
+    With `defer`, returns (data, info, finish): the MD5 is checked in the background and `finish()`
+    must be called (it raises on a mismatch) before any output is committed."""
+    from .ccob import decompress_deferred, is_compressed
 
     if not is_compressed(buf):
         if cfg.verbose and len(buf) >= 20:
             cfg.log("Uncompressed bundle.\n")
-        return buf, None
+        return (buf, None, lambda: None) if defer else (buf, None)
     try:
-        data, info = decompress(buf, verbose=cfg.verbose, log=cfg.log)
+        data, info, finish = decompress_deferred(buf, verbose=cfg.verbose, log=cfg.log)
     except CompressionError as exc:
         raise CompressionError(prefix + str(exc)) from None
+
+    def checked_finish() -> None:
+        try:
+            finish()
+        except CompressionError as exc:
+            raise CompressionError(prefix + str(exc)) from None
+
+    if defer:
+        return memoryview(data), info, checked_finish
+    checked_finish()
     return memoryview(data), info
 
 
@@ -162,6 +175,63 @@ def _sized_chunks(entries, files_type, bundle_align):
 
 
 # --- writing ----------------------------------------------------------------------------------------
+
+_COPY_CHUNK = 64 << 20
+
+
+def _copy_file_range(src_fd: int, out, offset: int, size: int) -> None:
+    """Append `size` bytes at `offset` of `src_fd` to the file object `out`, in the kernel when possible
+    (no pages of the input mapped into this process: a bundle is "close to a plain file copy")."""
+    out.flush()
+    dst_fd = out.fileno()
+    remaining, pos = size, offset
+    use_kernel = hasattr(os, "copy_file_range")
+    while remaining:
+        n = 0
+        if use_kernel:
+            try:
+                n = os.copy_file_range(src_fd, dst_fd, min(remaining, 1 << 30), pos)
+            except OSError:
+                use_kernel = False
+                continue
+        else:
+            chunk = os.pread(src_fd, min(remaining, _COPY_CHUNK), pos)
+            n = len(chunk)
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(dst_fd, view):]
+        if n == 0:
+            raise BundleFormatError(f"input ended {remaining} bytes early while copying offset {pos}")
+        pos += n
+        remaining -= n
+    try:
+        out.seek(0, os.SEEK_END)
+    except (OSError, ValueError):
+        pass
+
+
+def _stream(out, chunks, file_slices: dict[int, tuple[int, int]]) -> None:
+    """Write `chunks`; a chunk listed in `file_slices` (by id) is copied from (fd, offset) instead."""
+    for chunk in chunks:
+        src = file_slices.get(id(chunk))
+        if src is not None:
+            _copy_file_range(src[0], out, src[1], memoryview(chunk).nbytes)
+        elif memoryview(chunk).nbytes:
+            out.write(chunk)
+
+
+def _regular_fd(path, stack: contextlib.ExitStack) -> int | None:
+    """A read fd for a regular file (for kernel copies), or None (stdin, devices, pipes)."""
+    if os.fspath(path) == "-":
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    stack.callback(os.close, fd)
+    import stat
+
+    return fd if stat.S_ISREG(os.fstat(fd).st_mode) else None
 
 
 def write_bundle(output: str | os.PathLike, files_type: str, entries: Sequence[BundleEntry], *, bundle_align: int = 1,
@@ -225,8 +295,20 @@ def bundle(files_type: str, targets: list[str], inputs: list[str], output: str, 
                          host_object=buffers[host_index])
         else:
             entries = [BundleEntry(i, buf) for i, buf in zip(ids, buffers)]
-            write_bundle(output, "bc" if kind == "binary" else files_type, entries, bundle_align=bundle_align,
-                         compress=compress, compression_level=compression_level, verbose=verbose, env=env)
+            ftype = "bc" if kind == "binary" else files_type
+            cfg = bundler_config(verbose=verbose, compress=compress, compression_level=compression_level, env=env)
+            if cfg.compress:
+                write_bundle(output, ftype, entries, bundle_align=bundle_align, compress=compress,
+                             compression_level=compression_level, verbose=verbose, env=env)
+            else:
+                # Uncompressed: headers from sizes only, payloads copied file to file by the kernel.
+                slices = {}
+                for path, e in zip(inputs, entries):
+                    fd = _regular_fd(path, stack)
+                    if fd is not None and os.fstat(fd).st_size == memoryview(e.data).nbytes:
+                        slices[id(e.data)] = (fd, 0)
+                with atomic_output(output) as out:
+                    _stream(out, bundle_chunks(entries, ftype, bundle_align), slices)
         del entries
         buffers.clear()
 
@@ -350,31 +432,49 @@ def unbundle(files_type: str, targets: list[str], input: str | os.PathLike, outp
     cfg = bundler_config(verbose=verbose, env=env)
     _check_type(files_type)
     with open_input(input) as raw:
-        data, _ = _maybe_decompress(raw, cfg)
-        kind = _handler_kind(files_type, data)
-        entries = _handler_order(kind, _read_entries(kind, data, files_type))
-        # The StringMap worklist keeps one output per standardized target: the last given.
-        last_output = {t: o for t, o in zip(ids, outputs)}
-        unique_ids = list(dict.fromkeys(ids))
-        assigned, missing = plan_unbundle(entries, unique_ids, hip_openmp_compatible=hip_openmp_compatible)
-        if missing and not allow_missing_bundles:
-            raise BundleError(_can_t_find([unique_ids[n] for n in missing]))
-        contents: dict[str, object] = {}
-        if len(missing) == len(ids):
-            # Nothing matched (only reachable with -allow-missing-bundles): host gets the whole input.
-            for t in unique_ids:
-                contents[last_output[t]] = data if parse_bundle_entry_id(t).is_host else b""
-        else:
-            found_host = any(parse_bundle_entry_id(e.bundle_entry_id).is_host for e in assigned.values())
-            host_requested = any(parse_bundle_entry_id(t).is_host for t in ids)
-            if not (found_host or not host_requested or allow_missing_bundles):
-                raise BundleError("Can't find bundle for the host target")
-            for n, t in enumerate(unique_ids):
-                contents[last_output[t]] = assigned[n].data if n in assigned else b""
-        # Outputs named for duplicated targets but not kept by the worklist are not written (as LLVM).
-        with contextlib.ExitStack() as stack:
-            files = [(stack.enter_context(atomic_output(path)), payload) for path, payload in contents.items()]
-            for f, payload in files:
-                if memoryview(payload).nbytes:
-                    f.write(payload)
-        del assigned, entries, contents
+        data, _, finish_decompression = _maybe_decompress(raw, cfg, defer=True)
+        try:
+            kind = _handler_kind(files_type, data)
+            entries = _handler_order(kind, _read_entries(kind, data, files_type))
+            # The StringMap worklist keeps one output per standardized target: the last given.
+            last_output = {t: o for t, o in zip(ids, outputs)}
+            unique_ids = list(dict.fromkeys(ids))
+            assigned, missing = plan_unbundle(entries, unique_ids, hip_openmp_compatible=hip_openmp_compatible)
+            if missing and not allow_missing_bundles:
+                raise BundleError(_can_t_find([unique_ids[n] for n in missing]))
+            contents: dict[str, object] = {}
+            if len(missing) == len(ids):
+                # Nothing matched (only reachable with -allow-missing-bundles): host gets the whole input.
+                for t in unique_ids:
+                    contents[last_output[t]] = data if parse_bundle_entry_id(t).is_host else b""
+            else:
+                found_host = any(parse_bundle_entry_id(e.bundle_entry_id).is_host for e in assigned.values())
+                host_requested = any(parse_bundle_entry_id(t).is_host for t in ids)
+                if not (found_host or not host_requested or allow_missing_bundles):
+                    raise BundleError("Can't find bundle for the host target")
+                for n, t in enumerate(unique_ids):
+                    contents[last_output[t]] = assigned[n].data if n in assigned else b""
+            # File offsets of payloads that are slices of the (uncompressed) input.
+            offsets = {id(e.data): e.offset for e in assigned.values()
+                       if isinstance(e.data, memoryview) and kind != "object"}
+            offsets[id(data)] = 0
+            # Outputs named for duplicated targets but not kept by the worklist are not written (as LLVM).
+            with contextlib.ExitStack() as stack:
+                # Payloads still in the input file are copied by the kernel from their offsets.
+                src_fd = _regular_fd(input, stack) if data is raw else None
+                files = [(stack.enter_context(atomic_output(path)), payload) for path, payload in contents.items()]
+                for f, payload in files:
+                    size = memoryview(payload).nbytes
+                    if not size:
+                        continue
+                    offset = offsets.get(id(payload))
+                    if src_fd is not None and offset is not None:
+                        _copy_file_range(src_fd, f, offset, size)
+                    else:
+                        f.write(payload)
+                finish_decompression()  # the MD5 check, overlapped with the writes; fails before any rename
+        except OffloadError:
+            finish_decompression()  # a failed hash check explains a damaged bundle best
+            raise
+        del data
+
