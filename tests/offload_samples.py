@@ -59,7 +59,7 @@ int main() { return 0; }
 
 HIP_DEVICE_SRC = "__attribute__((global)) void k(int *p) { *p = 1; }\n"
 
-#: The gencodes of the nvcc samples, and the images cuobjdump lists for them.
+#: The gencodes of the nvcc samples, and the images they produce.
 NVCC_GENCODES = ["-gencode", "arch=compute_80,code=sm_80", "-gencode", "arch=compute_90,code=[sm_90,compute_90]"]
 NVCC_IMAGES = {("cubin", "sm_80"), ("cubin", "sm_90"), ("ptx", "sm_90")}
 

@@ -148,14 +148,6 @@ def test_clang_cuda_objects(cuda):
         [(t["kind"], t["arch"], t["triple"], t["producer"]) for t in theirs]
 
 
-def test_against_cuobjdump(cuda):
-    cuobjdump = need_tool("cuobjdump")
-    path = samples.need(cuda, "nvcc.o")
-    out = run([cuobjdump, "--list-elf", "--list-ptx", path]).stdout.decode()
-    listed = {("cubin" if ln.startswith("ELF") else "ptx", ln.rsplit(".", 2)[-2]) for ln in out.splitlines() if ":" in ln}
-    assert {(i["image_kind"], i["arch"]) for i in _json(path)} == listed
-
-
 # ---------------------------------------------------------------------------------------------
 # HIP and clang offload bundles vs clang-offload-bundler -list
 
