@@ -316,3 +316,33 @@ def test_read_bundle_api_autodetect(lit):
     b = bundler_api.read_bundle(raw)
     assert b.kind == "binary" and b.compression.method == "zstd" and len(b.entries) == 3
     assert bundler_api.list_bundle_ids("bc", lit / "b.bc") == [HOST + "-", PPC + "-", X86 + "-"]
+
+
+def test_hip_archive_unbundling_via_cli(lit):
+    """The lit HIP archive scenario through offload-bundler -type=a: two device-only bundles in an llvm-ar
+    archive give one archive per target whose members are named `<stem>-<entry id>...` as LLVM names them;
+    -allow-missing-bundles gives an empty archive; LLVM 19 agrees on the member names."""
+    ar = need_tool("llvm-ar-19")
+    ok(ours(lit, "-type=bc", "-targets=hip-amdgcn-amd-amdhsa--gfx900,hip-amdgcn-amd-amdhsa--gfx906",
+            "-input=tgt1", "-input=tgt2", "-output=hip_bundle1.bc"))
+    ok(ours(lit, "-type=bc", "-compress", "-targets=hip-amdgcn-amd-amdhsa--gfx900,hip-amdgcn-amd-amdhsa--gfx906",
+            "-input=tgt2", "-input=tgt1", "-output=hip_bundle2.bc"))
+    ok(run([ar, "cr", "lib.a", "hip_bundle1.bc", "hip_bundle2.bc"], cwd=lit))
+    args = ["-type=a", "-unbundle", "-targets=hip-amdgcn-amd-amdhsa--gfx900,hip-amdgcn-amd-amdhsa--gfx906",
+            "-input=lib.a"]
+    ok(ours(lit, *args, "-output=o900.a", "-output=o906.a"))
+    ok(llvm("clang-offload-bundler-19", lit, *args, "-output=l900.a", "-output=l906.a"))
+    for a, b in (("o900.a", "l900.a"), ("o906.a", "l906.a")):
+        names_ours = run([ar, "t", a], cwd=lit).stdout.split()
+        assert names_ours == run([ar, "t", b], cwd=lit).stdout.split() and len(names_ours) == 2
+        assert names_ours[0].startswith(b"hip_bundle1-hip-amdgcn-amd-amdhsa--gfx9")
+    ok(run([ar, "x", "o906.a", "hip_bundle1-hip-amdgcn-amd-amdhsa--gfx906hip_bundle1.bc"], cwd=lit))
+    assert (lit / "hip_bundle1-hip-amdgcn-amd-amdhsa--gfx906hip_bundle1.bc").read_bytes() == b"Content of device file 2\n"
+    res = ours(lit, "-type=a", "-unbundle", "-targets=hip-amdgcn-amd-amdhsa--gfx803", "-input=lib.a", "-output=x.a")
+    assert res.returncode == 1 and b"no compatible code object found for the target " \
+        b"'hip-amdgcn-amd-amdhsa--gfx803' in heterogeneous archive library" in res.stderr
+    ok(ours(lit, "-type=a", "-unbundle", "-allow-missing-bundles", "-targets=hip-amdgcn-amd-amdhsa--gfx803",
+            "-input=lib.a", "-output=x.a"))
+    assert (lit / "x.a").read_bytes() == b"!<arch>\n"
+    res = ours(lit, "-type=a", "-unbundle", "-targets=hip-amdgcn-amd-amdhsa--gfx906", "-input=tgt1", "-output=y.a")
+    assert res.returncode == 1 and b"file too small to be an archive" in res.stderr
