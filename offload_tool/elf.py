@@ -46,6 +46,8 @@ SHT_REL = 9
 SHT_DYNSYM = 11
 SHT_GROUP = 17
 SHT_SYMTAB_SHNDX = 18
+SHT_CREL = 0x40000014
+SHT_ANDROID_REL, SHT_ANDROID_RELA = 0x60000001, 0x60000002
 SHT_LLVM_ADDRSIG = 0x6FFF4C03
 SHT_LLVM_OFFLOADING = 0x6FFF4C0B
 
@@ -637,6 +639,9 @@ def remove_sections(buf, predicate: Callable[[ElfSection], bool], out: BinaryIO)
                     raise ElfError(f"group section {s.index} '{s.name}': its signature symbol {s.info} is "
                                    f"defined in a removed section")
                 o.info = smap[s.info]
+        elif s.sh_type in (SHT_CREL, SHT_ANDROID_REL, SHT_ANDROID_RELA) and smap is not None:
+            raise ElfError(f"section {s.index} '{s.name}': renumbering symbols in compact/packed relocations "
+                           f"(type {s.sh_type:#x}) is not supported")
         elif s.sh_type == SHT_LLVM_ADDRSIG and smap is not None:
             o.data = _rewrite_addrsig(s, smap)
             o.size = len(o.data)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import shutil
 
 import pytest
@@ -232,3 +233,21 @@ def test_corrupt_bitcode_symbols_never_raise(files, data):
         bc = bc[:data.draw(st.integers(0, len(bc)))]
     syms = archive.member_symbols(bytes(bc))
     assert syms is None or isinstance(syms, list)
+
+
+def test_system_archive_rewritten_like_llvm_ar(tmp_path):
+    """A real system library (libgcc.a: hundreds of ELF members with TLS, IFUNC, weak symbols):
+    reading it and writing its members gives the bytes `llvm-ar sD` (LLVM's rewrite) gives."""
+    llvm_ar = need_tool("llvm-ar-19")
+    if not shutil.which("gcc"):
+        pytest.skip("no gcc")
+    lib = run(["gcc", "-print-libgcc-file-name"]).stdout.decode().strip()
+    if not lib or not os.path.isfile(lib):
+        pytest.skip("libgcc.a not found")
+    ref = tmp_path / "ref.a"
+    shutil.copyfile(lib, ref)
+    r = run([llvm_ar, "sD", ref])
+    assert r.returncode == 0, r.stderr
+    members = archive.read_archive(open(lib, "rb").read())
+    assert len(members) > 10
+    assert _write([(m.name, m.data) for m in members]) == ref.read_bytes()
