@@ -224,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
             msg = _one_line(exc)
         elif isinstance(exc, MemoryError):
             msg = "out of memory"
+        elif isinstance(exc, BrokenPipeError):
+            _silence_stdout()
+            msg = "broken pipe while writing to standard output"
         elif isinstance(exc, OSError):
             name = exc.filename if exc.filename is not None else ""
             msg = _one_line(f"'{name}': {exc.strerror or exc}" if name else (exc.strerror or exc))
@@ -235,7 +238,19 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
     except (OSError, ValueError):
         status = 1
+        _silence_stdout()
     return status
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe (`-list | head`), point stdout at /dev/null so that the interpreter's final
+    flush does not print a traceback."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 if __name__ == "__main__":

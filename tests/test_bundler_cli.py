@@ -316,3 +316,39 @@ def test_api_round_trip(tmp_path_factory, payloads, chosen, files_type, compress
     bundler_api.unbundle(files_type, order, str(d / "b"), outputs, env={})
     for t, out in zip(order, outputs):
         assert (d / out).read_bytes() == payloads[targets.index(t)]
+
+
+_ARG_POOL = ["-type=bc", "-type=ll", "-type=o", "-type=a", "-type=zz", "--type", "bc", "-unbundle", "-list",
+             "-allow-missing-bundles", "-check-input-archive", "-compress", "-compress=0", "-verbose",
+             "-hip-openmp-compatible", "-bundle-align=4096", "-bundle-align=0", "-bundle-align=-1",
+             "-compression-level=9", "-compression-level=x", "-targets=host-x86_64-unknown-linux-gnu",
+             "-targets=hip-amdgcn-amd-amdhsa--gfx906", "-targets=,", "-targets=host-x86_64--,hip-amdgcn-amd-amdhsa-gfx906",
+             "-input=h", "-input=t1", "-input=b.bc", "-input=missing", "-input=.", "-inputs=h,t1",
+             "-output=x", "-output=y", "-outputs=x,y", "-output=nodir/z", "--help", "--version", "-###", "--", "stray",
+             "-targets", "-input"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(_ARG_POOL), max_size=9))
+def test_cli_never_raises(tmp_path_factory, args):
+    """Any combination of options: exit status 0 or 1, and at most one error line, never an exception."""
+    import contextlib
+    import io
+
+    from offload_tool import bundler
+
+    d = tmp_path_factory.mktemp("fuzz")
+    (d / "h").write_bytes(b"host code\n")
+    (d / "t1").write_bytes(b"device\n")
+    cwd = os.getcwd()
+    err, out = io.StringIO(), io.StringIO()
+    os.chdir(d)
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+            status = bundler.main(list(args))
+    finally:
+        os.chdir(cwd)
+    assert status in (0, 1)
+    errors = [line for line in err.getvalue().splitlines() if "error:" in line]
+    assert len(errors) == (1 if status else 0), err.getvalue()
+    assert "Traceback" not in err.getvalue()
