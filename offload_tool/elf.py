@@ -19,7 +19,7 @@ from __future__ import annotations
 import struct
 from collections import namedtuple
 from dataclasses import dataclass
-from typing import BinaryIO, Callable, Iterable
+from typing import BinaryIO, Callable
 
 from .errors import ElfError
 
@@ -247,9 +247,8 @@ class _Elf:
     def _read_section_headers(self) -> list[ElfSection]:
         e = self.ehdr
         size = len(self.buf)
-        eh = _IDENT_SIZE  # field offsets inside the header, for messages
         # Field offsets, for messages: e_type, e_machine, e_version, e_entry, e_phoff precede e_shoff.
-        off_shoff = eh + 2 + 2 + 4 + self.word * 2
+        off_shoff = _IDENT_SIZE + 2 + 2 + 4 + self.word * 2
         off_shentsize = off_shoff + self.word + 4 + 2 + 2 + 2
         off_shnum = off_shentsize + 2
         off_shstrndx = off_shnum + 2
@@ -773,7 +772,3 @@ def _rewrite_addrsig(s: ElfSection, smap: dict[int, int]) -> bytes:
             out += _enc_uleb(smap[sym])
     return bytes(out)
 
-
-def section_names(sections: Iterable[ElfSection]) -> list[str]:
-    """Names of `sections` (a convenience for messages and tests)."""
-    return [s.name for s in sections]
