@@ -1,17 +1,22 @@
-"""Native ELF relocatable-object editing: list, add and remove sections.
+"""Native ELF editing: list, add and remove sections.
 
 Object-file bundles (`__CLANG_OFFLOAD_BUNDLE__<id>` sections) and `.llvm.offloading` embedding
 need what `llvm-objcopy --add-section` / `--remove-section` do, without llvm-objcopy at run time.
 Headers are read and written with declarative `struct` layouts named after the ELF spec's fields;
-32- and 64-bit, little- and big-endian.  Every offset, size and count taken from the file is
-checked before use; bad input raises `ElfError` naming the offset and field at fault.
+32- and 64-bit, little- and big-endian, extended section numbering.  Every offset, size and count
+taken from the file is checked before use; bad input raises `ElfError` naming the offset and field.
 
-Editing (add/remove) supports relocatable objects (ET_REL) only, where file offsets of section
-contents carry no meaning beyond "where the bytes are": the writer re-lays the file out
-(ELF header, program headers if any, section contents in their original file order each aligned
-to its `sh_addralign` (capped at 4096 for padding), the new sections, then the section header
-table), as llvm-objcopy does.  Contents of untouched sections are copied verbatim (streamed from
-memoryview slices), so host symbols and relocations stay intact.
+Relocatable objects (ET_REL), the case that matters, are re-laid out as llvm-objcopy does: ELF
+header, program headers if any, section contents in their original file order each aligned to its
+`sh_addralign` (padding capped at 4096: file offsets carry no meaning in ET_REL, only tables need
+natural alignment), the new sections, then the section header table.  Contents of untouched
+sections are copied verbatim (streamed from memoryview slices), so host symbols and relocations
+stay intact; removal renumbers section and symbol indices wherever they occur.
+
+Executables and shared objects (ET_EXEC, ET_DYN; LLVM's bundler accepts any ELF host) are edited
+in place instead: nothing a segment covers moves; new sections, the grown name table and the new
+section header table go after the end.  Only non-loadable (non-SHF_ALLOC) sections can be removed
+there.  Core files and other types are refused.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ SHT_ANDROID_REL, SHT_ANDROID_RELA = 0x60000001, 0x60000002
 SHT_LLVM_ADDRSIG = 0x6FFF4C03
 SHT_LLVM_OFFLOADING = 0x6FFF4C0B
 
+SHF_ALLOC = 0x2
 SHF_INFO_LINK = 0x40
 SHF_LINK_ORDER = 0x80
 SHF_GROUP = 0x200
@@ -115,6 +121,15 @@ Elf_Sym = _Layout(
 Elf_Rel = _Layout("Elf_Rel", [("r_offset", "Q"), ("r_info", "Q")], [("r_offset", "I"), ("r_info", "I")])
 Elf_Rela = _Layout("Elf_Rela", [("r_offset", "Q"), ("r_info", "Q"), ("r_addend", "q")],
                    [("r_offset", "I"), ("r_info", "I"), ("r_addend", "i")])
+
+Elf_Phdr = _Layout(
+    "Elf_Phdr",
+    [("p_type", "I"), ("p_flags", "I"), ("p_offset", "Q"), ("p_vaddr", "Q"), ("p_paddr", "Q"), ("p_filesz", "Q"),
+     ("p_memsz", "Q"), ("p_align", "Q")],
+    [("p_type", "I"), ("p_offset", "I"), ("p_vaddr", "I"), ("p_paddr", "I"), ("p_filesz", "I"), ("p_memsz", "I"),
+     ("p_flags", "I"), ("p_align", "I")],
+)
+
 
 _IDENT_SIZE = 16
 
@@ -324,10 +339,10 @@ class _Elf:
         self.headers = headers
         return sections
 
-    def require_rel(self, what: str) -> None:
-        if self.ehdr.e_type != ET_REL:
-            raise ElfError(f"cannot {what}: only relocatable objects (ET_REL) can be edited, this file is "
-                           f"{elf_word(self.ehdr.e_type)}")
+    def require_editable(self, what: str) -> None:
+        if self.ehdr.e_type not in (ET_REL, ET_EXEC, ET_DYN):
+            raise ElfError(f"cannot {what}: only relocatable objects, executables and shared objects can be "
+                           f"edited, this file is {elf_word(self.ehdr.e_type)}")
         if not self.sections:
             raise ElfError(f"cannot {what}: the object has no section header table")
         if self.ehdr.e_phnum:
@@ -359,6 +374,9 @@ class _OutSection:
     data: bytes | memoryview
     size: int           # sh_size (for NOBITS not the data length)
     order: tuple        # file-layout sort key
+    orig_offset: int | None = None  # where an existing section's bytes are in the input
+    orig_data: object = None        # the input slice, to tell whether the contents were rewritten
+    name: str = ""                  # for messages
 
 
 def _as_bytes_view(data) -> memoryview:
@@ -377,6 +395,7 @@ def _pad_align(sec: _OutSection, word: int) -> int:
 
 def _write_elf(elf: _Elf, sections: list[_OutSection], shstrndx: int, out: BinaryIO) -> None:
     """Lay out and write an ET_REL file: header, program headers, contents, section header table."""
+    # (ET_REL program headers, which no common toolchain writes, are copied verbatim.)
     e = elf.ehdr
     word = elf.word
     ehsize = max(e.e_ehsize, _IDENT_SIZE + elf.ehdr_struct.size)
@@ -402,14 +421,7 @@ def _write_elf(elf: _Elf, sections: list[_OutSection], shstrndx: int, out: Binar
             plan.append((pos, sec.data))
             pos += len(sec.data)
     shoff = _align(pos, word)
-    shnum = len(sections)
-    # Extended numbering lives in section 0 (ELF gABI): count in sh_size, shstrndx in sh_link.
-    s0 = sections[0]
-    s0_size = shnum if shnum >= SHN_LORESERVE else 0
-    s0_link = shstrndx if shstrndx >= SHN_LORESERVE else 0
-    e_shnum = 0 if shnum >= SHN_LORESERVE else shnum
-    e_shstrndx = SHN_XINDEX if shstrndx >= SHN_LORESERVE else shstrndx
-
+    table, e_shnum, e_shstrndx = _section_table(elf, sections, offsets, shstrndx)
     hdr = e._replace(e_phoff=phoff if e.e_phnum else e.e_phoff, e_shoff=shoff, e_shnum=e_shnum,
                      e_shstrndx=e_shstrndx, e_shentsize=elf.shdr_struct.size)
     written = 0
@@ -431,18 +443,6 @@ def _write_elf(elf: _Elf, sections: list[_OutSection], shstrndx: int, out: Binar
             emit(b"\0" * (off - written))
         emit(data)
     emit(b"\0" * (shoff - written))
-    pack = elf.shdr_struct.pack
-    table = bytearray()
-    for i, sec in enumerate(sections):
-        if i == 0:
-            table += pack(s0.name_offset, s0.sh_type, s0.flags, s0.addr, 0, s0_size, s0_link, s0.info,
-                          s0.align, s0.entsize)
-        else:
-            table += pack(sec.name_offset, sec.sh_type, sec.flags, sec.addr, offsets[i], sec.size, sec.link,
-                          sec.info, sec.align, sec.entsize)
-        if len(table) >= 1 << 16:
-            emit(table)
-            table = bytearray()
     emit(table)
 
 
@@ -452,18 +452,121 @@ def _align(value: int, align: int) -> int:
 
 def _existing(sec: ElfSection) -> _OutSection:
     return _OutSection(sec.name_offset, sec.sh_type, sec.flags, sec.addr, sec.link, sec.info, sec.align,
-                       sec.entsize, sec.data, sec.size, (0, sec.offset, sec.index))
+                       sec.entsize, sec.data, sec.size, (0, sec.offset, sec.index), sec.offset, sec.data,
+                       sec.name)
+
+
+def _write(elf: _Elf, sections: list[_OutSection], shstrndx: int, out: BinaryIO) -> None:
+    if elf.ehdr.e_type == ET_REL:
+        _write_elf(elf, sections, shstrndx, out)
+    else:
+        _write_linked(elf, sections, shstrndx, out)
+
+
+def _section_table(elf: _Elf, sections: list[_OutSection], offsets: list[int], shstrndx: int) -> tuple[bytes, int, int]:
+    """The packed section header table, and e_shnum / e_shstrndx (gABI extended numbering when needed:
+    the count goes to section 0's sh_size, the name-table index to its sh_link)."""
+    shnum = len(sections)
+    s0 = sections[0]
+    s0_size = shnum if shnum >= SHN_LORESERVE else 0
+    s0_link = shstrndx if shstrndx >= SHN_LORESERVE else 0
+    pack = elf.shdr_struct.pack
+    table = bytearray(pack(s0.name_offset, s0.sh_type, s0.flags, s0.addr, 0, s0_size, s0_link, s0.info,
+                           s0.align, s0.entsize))
+    for i in range(1, shnum):
+        sec = sections[i]
+        table += pack(sec.name_offset, sec.sh_type, sec.flags, sec.addr, offsets[i], sec.size, sec.link,
+                      sec.info, sec.align, sec.entsize)
+    e_shnum = 0 if shnum >= SHN_LORESERVE else shnum
+    e_shstrndx = SHN_XINDEX if shstrndx >= SHN_LORESERVE else shstrndx
+    return bytes(table), e_shnum, e_shstrndx
+
+
+def _write_linked(elf: _Elf, sections: list[_OutSection], shstrndx: int, out: BinaryIO) -> None:
+    """Write an executable or shared object: every byte a segment or a kept section occupies stays
+    where it is (loadable images must not move); rewritten contents of the same size are patched in
+    place, larger ones (the grown name table) and new sections go after the end, followed by the new
+    section header table.  Bytes only removed sections or the old header table used are dropped
+    when they are at the end of the file."""
+    e = elf.ehdr
+    word = elf.word
+    size = len(elf.buf)
+    hdr_end = _IDENT_SIZE + elf.ehdr_struct.size
+    keep_end = max(e.e_ehsize if e.e_ehsize <= size else hdr_end, hdr_end)
+    if e.e_phnum:
+        ph = Elf_Phdr.struct(elf.cls, elf.order)
+        if e.e_phentsize != ph.size:
+            raise ElfError(f"e_phentsize {e.e_phentsize}, expected {ph.size}")
+        ph_end = e.e_phoff + e.e_phnum * ph.size
+        if e.e_phoff > size or ph_end > size:
+            raise ElfError(f"e_phoff {e.e_phoff:#x}: program header table lies past the end of the file")
+        keep_end = max(keep_end, ph_end)
+        tup = Elf_Phdr.tuple(elf.cls)
+        for i in range(e.e_phnum):
+            p = tup._make(ph.unpack_from(elf.buf, e.e_phoff + i * ph.size))
+            if p.p_filesz:
+                if p.p_offset > size or p.p_filesz > size - p.p_offset:
+                    raise ElfError(f"program header {i}: p_offset {p.p_offset:#x} + p_filesz {p.p_filesz:#x} lies "
+                                   f"past the end of the file ({size:#x} bytes)")
+                keep_end = max(keep_end, p.p_offset + p.p_filesz)
+    offsets = [0] * len(sections)
+    patches: list[tuple[int, bytes]] = []
+    appended: list[int] = []
+    for i, sec in enumerate(sections[1:], 1):
+        if sec.orig_offset is None:
+            appended.append(i)
+            continue
+        unchanged = sec.data is sec.orig_data
+        if sec.sh_type == SHT_NOBITS or unchanged or len(sec.data) == len(sec.orig_data):
+            offsets[i] = sec.orig_offset
+            if sec.sh_type != SHT_NOBITS:
+                keep_end = max(keep_end, sec.orig_offset + len(sec.data))
+                if not unchanged:
+                    patches.append((sec.orig_offset, bytes(sec.data)))
+        elif sec.flags & SHF_ALLOC:
+            raise ElfError(f"cannot resize loadable section {i} '{sec.name}' of an executable or shared object")
+        else:
+            appended.append(i)
+    pos = keep_end
+    plan = []
+    for i in appended:
+        sec = sections[i]
+        pos = _align(pos, _pad_align(sec, word))
+        offsets[i] = pos
+        plan.append((pos, sec.data))
+        pos += len(sec.data)
+    shoff = _align(pos, word)
+    table, e_shnum, e_shstrndx = _section_table(elf, sections, offsets, shstrndx)
+    hdr = e._replace(e_shoff=shoff, e_shnum=e_shnum, e_shstrndx=e_shstrndx, e_shentsize=elf.shdr_struct.size)
+    out.write(elf.ident)
+    out.write(elf.ehdr_struct.pack(*hdr))
+    written = hdr_end
+    for off, data in sorted(patches):
+        if off < written:
+            raise ElfError(f"section contents at {off:#x} overlap the ELF header or another rewritten section")
+        out.write(elf.buf[written:off])
+        out.write(data)
+        written = off + len(data)
+    out.write(elf.buf[written:keep_end])
+    written = keep_end
+    for off, data in plan:
+        out.write(b"\0" * (off - written))
+        out.write(data)
+        written = off + len(data)
+    out.write(b"\0" * (shoff - written))
+    out.write(table)
 
 
 def add_sections(buf, sections: list[NewSection], out: BinaryIO) -> None:
-    """Write `buf` (an ET_REL object) with `sections` appended to `out`.
+    """Write `buf` (an ET_REL object; ET_EXEC/ET_DYN are edited in place) with `sections` appended
+    to `out`.
 
     New section headers follow the existing ones (in the order given), their contents follow all
     existing contents, and their names are appended to the section name table; every other
     section keeps its index, header fields and bytes, so symbols and relocations are untouched.
     This is what `llvm-objcopy --add-section=N=F --set-section-flags=N=...` produces."""
     elf = _Elf(buf)
-    elf.require_rel("add sections")
+    elf.require_editable("add sections")
     new_names = []
     for s in sections:
         if not isinstance(s.name, str) or not s.name:
@@ -496,7 +599,7 @@ def add_sections(buf, sections: list[NewSection], out: BinaryIO) -> None:
     strtab = out_secs[shstrndx]
     strtab.data = bytes(names)
     strtab.size = len(names)
-    _write_elf(elf, out_secs, shstrndx, out)
+    _write(elf, out_secs, shstrndx, out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -548,7 +651,8 @@ def _group_members(elf: _Elf, sec: ElfSection) -> tuple[int, list[int]]:
 
 
 def remove_sections(buf, predicate: Callable[[ElfSection], bool], out: BinaryIO) -> None:
-    """Write `buf` (an ET_REL object) without the sections for which `predicate` is true.
+    """Write `buf` (an ET_REL object; for ET_EXEC/ET_DYN only non-SHF_ALLOC sections) without the
+    sections for which `predicate` is true.
 
     As llvm-objcopy --remove-section does, this also removes the relocation sections of removed
     sections, sections whose SHF_LINK_ORDER partner is removed, and groups left without members;
@@ -556,7 +660,7 @@ def remove_sections(buf, predicate: Callable[[ElfSection], bool], out: BinaryIO)
     section indices in headers (sh_link/sh_info), symbols (st_shndx, SHT_SYMTAB_SHNDX) and groups,
     and symbol indices in relocations, groups and `.llvm_addrsig` are renumbered."""
     elf = _Elf(buf)
-    elf.require_rel("remove sections")
+    elf.require_editable("remove sections")
     secs = elf.sections
     n = len(secs)
     removed = set()
@@ -566,8 +670,9 @@ def remove_sections(buf, predicate: Callable[[ElfSection], bool], out: BinaryIO)
                 raise ElfError(f"cannot remove section {s.index} '{s.name}': it holds the section names")
             removed.add(s.index)
     if not removed:
-        _write_elf(elf, [_existing(s) for s in secs], elf.shstrndx, out)
+        _write(elf, [_existing(s) for s in secs], elf.shstrndx, out)
         return
+    linked = elf.ehdr.e_type != ET_REL
     groups = {s.index: _group_members(elf, s) for s in secs if s.sh_type == SHT_GROUP}
     # Cascade: relocations of removed sections, SHF_LINK_ORDER partners, emptied groups.
     changed = True
@@ -583,6 +688,11 @@ def remove_sections(buf, predicate: Callable[[ElfSection], bool], out: BinaryIO)
                     raise ElfError(f"cannot remove section {s.index} '{s.name}': it holds the section names")
                 removed.add(s.index)
                 changed = True
+    if linked:
+        for r in sorted(removed):
+            if secs[r].flags & SHF_ALLOC:
+                raise ElfError(f"cannot remove section {r} '{secs[r].name}': it is loaded (SHF_ALLOC) in this "
+                               f"executable or shared object")
     for s in secs[1:]:
         if s.index not in removed and s.link in removed and s.link != 0:
             raise ElfError(f"cannot remove section {s.link} '{secs[s.link].name}': section {s.index} "
@@ -614,6 +724,8 @@ def remove_sections(buf, predicate: Callable[[ElfSection], bool], out: BinaryIO)
         if s.sh_type not in (SHT_SYMTAB, SHT_DYNSYM) or s.index in removed:
             continue
         sym_maps[s.index] = _rewrite_symtab(elf, s, shndx_of.get(s.index), removed, new_index, by_old)
+        if sym_maps[s.index] is not None and s.flags & SHF_ALLOC:
+            raise ElfError(f"cannot remove sections that define dynamic symbols ({s.name})")
     # Other sections that carry section or symbol indices.
     for s in secs[1:]:
         if s.index in removed:
@@ -652,7 +764,7 @@ def remove_sections(buf, predicate: Callable[[ElfSection], bool], out: BinaryIO)
                     by_old[m].flags &= ~SHF_GROUP
     if elf.shstrndx:
         _trim_names(elf, secs, removed, by_old)
-    _write_elf(elf, out_secs, new_index[elf.shstrndx] if elf.shstrndx else 0, out)
+    _write(elf, out_secs, new_index[elf.shstrndx] if elf.shstrndx else 0, out)
 
 
 def _trim_names(elf: _Elf, secs: list[ElfSection], removed: set[int], by_old: dict) -> None:

@@ -14,7 +14,8 @@ every `__CLANG_OFFLOAD_BUNDLE__*` section removed (LLVM runs `llvm-objcopy --reg
 starting with the magic).  Like objcopy's, our result is a re-serialization, not the original
 bytes; it links and runs the same.
 
-Only ELF objects are edited and read.  LLVM's handler choice accepts any `ObjectFile` (ELF, COFF,
+Only ELF files are edited and read (relocatable objects, and also executables and shared objects,
+which LLVM's objcopy-based bundler accepts as hosts too).  LLVM's handler choice accepts any `ObjectFile` (ELF, COFF,
 Mach-O, Wasm, XCOFF); `is_object_file` answers as LLVM does, and reading or writing a non-ELF object
 raises `BundleFormatError` rather than silently falling back to another format.
 """

@@ -111,20 +111,52 @@ NEW = [
 ]
 
 
-def test_is_elf_and_type(objs, tmp_path):
+def test_is_elf_and_type(objs):
     buf = next(iter(objs.values()))
     assert elf.is_elf(buf) and not elf.is_elf(b"!<arch>\n") and not elf.is_elf(b"\x7fEL")
     t = elf.elf_type(buf)
     assert t == "rel" and t == "ET_REL" and t == 1 and t != "exec" and str(t) == "rel"
-    if shutil.which("gcc"):
-        (tmp_path / "h.o").write_bytes(buf)
-        assert run(["gcc", tmp_path / "h.o", "-o", tmp_path / "h"]).returncode == 0
-        exe = (tmp_path / "h").read_bytes()
-        assert elf.elf_type(exe) in ("exec", "dyn")
-        with pytest.raises(ElfError, match="only relocatable"):
-            _add(exe, NEW)
-        with pytest.raises(ElfError, match="only relocatable"):
-            _remove(exe, lambda s: False)
+    core = bytearray(buf)
+    core[16] = 4  # e_type = ET_CORE (little-endian x86-64)
+    assert elf.elf_type(bytes(core)) == "core"
+    with pytest.raises(ElfError, match="can be edited"):
+        _add(bytes(core), NEW)
+    with pytest.raises(ElfError, match="can be edited"):
+        _remove(bytes(core), lambda s: False)
+
+
+def _program_headers(tmp, data):
+    """llvm-readelf's segment table (without the section-to-segment mapping)."""
+    text = _readelf(tmp, data, "-l")
+    return text.split("Section to Segment mapping")[0]
+
+
+@pytest.mark.parametrize("kind", ["exec", "shared"])
+def test_linked_images(tmp_path, kind):
+    """Executables and shared objects (LLVM's bundler accepts any ELF host): segments do not move,
+    the result runs, LLVM lists it, and removing the sections gives back the original bytes."""
+    if not shutil.which("gcc"):
+        pytest.skip("no gcc")
+    need_tool("llvm-readelf-19")
+    (tmp_path / "m.c").write_text(C_SRC)
+    out = tmp_path / ("prog" if kind == "exec" else "libm.so")
+    args = ["-O1"] if kind == "exec" else ["-O1", "-shared", "-fPIC"]
+    assert run(["gcc", *args, tmp_path / "m.c", "-o", out]).returncode == 0
+    image = out.read_bytes()
+    assert elf.elf_type(image) in ("exec", "dyn")
+    added = _add(image, NEW)
+    assert _program_headers(tmp_path, added) == _program_headers(tmp_path, image)
+    assert [bytes(s.data) for s in elf.read_sections(added)[-3:]] == [bytes(n.data) for n in NEW]
+    if shutil.which("readelf"):
+        _readelf(tmp_path, added, "-a", tool="readelf")
+    if kind == "exec":
+        (tmp_path / "fat").write_bytes(added)
+        (tmp_path / "fat").chmod(0o755)
+        assert run([tmp_path / "fat"]).stdout == b"hello 13 7\n"
+    back = _remove(added, lambda s: s.index >= len(elf.read_sections(image)))
+    assert back == image
+    with pytest.raises(ElfError, match="SHF_ALLOC"):
+        _remove(image, lambda s: s.name == ".text")
 
 
 @pytest.mark.parametrize("name", ["gcc", "clang"])
@@ -379,6 +411,8 @@ def test_corrupt_headers_only_raise_elf_error(objs, data):
             pos = data.draw(st.integers(0, len(buf) - 1))
         pos = min(pos, len(buf) - 1)
         buf[pos] = data.draw(st.integers(0, 255))
+    if data.draw(st.booleans()):
+        buf[16] = data.draw(st.sampled_from([1, 2, 3]))  # also the in-place path for linked images
     if data.draw(st.booleans()):
         buf = buf[:data.draw(st.integers(0, len(buf)))]
     for op in (lambda b: elf.read_sections(b), lambda b: _add(b, NEW[:1]),

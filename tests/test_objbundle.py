@@ -246,3 +246,33 @@ def test_corruption_only_raises_offload_error(host_objects, data):
         objbundle.read_object_bundle(bytes(buf))
     except OffloadError:
         pass
+
+
+def test_executable_host(tmp_path):
+    """LLVM's bundler takes any ELF as the host (objcopy edits executables too): so do we."""
+    bundler = need_tool("clang-offload-bundler-19")
+    if not shutil.which("gcc"):
+        pytest.skip("no gcc")
+    (tmp_path / "h.c").write_text(C_SRC)
+    assert run(["gcc", "-O1", tmp_path / "h.c", "-o", tmp_path / "prog"]).returncode == 0
+    exe = (tmp_path / "prog").read_bytes()
+    ours = _write(exe, [(STD_IDS[0], b"\0"), (STD_IDS[1], PAYLOADS[0])])
+    (tmp_path / "fat").write_bytes(ours)
+    outs = [tmp_path / "host", tmp_path / "dev"]
+    r = run([bundler, "-unbundle", "-type=o", "-targets=" + ",".join(TARGETS[:2]), f"-input={tmp_path / 'fat'}",
+             *[f"-output={o}" for o in outs]])
+    assert r.returncode == 0, r.stderr
+    assert outs[1].read_bytes() == PAYLOADS[0]
+    for d in (tmp_path / "fat", outs[0]):
+        d.chmod(0o755)
+        assert run([d]).stdout == b"host 42\n"
+    (tmp_path / "d0").write_bytes(PAYLOADS[0])
+    r = run([bundler, "-type=o", "-targets=" + ",".join(TARGETS[:2]), f"-input={tmp_path / 'prog'}",
+             f"-input={tmp_path / 'd0'}", f"-output={tmp_path / 'theirs'}"])
+    assert r.returncode == 0, r.stderr
+    entries = objbundle.read_object_bundle((tmp_path / "theirs").read_bytes())
+    assert [e.bundle_entry_id for e in entries] == STD_IDS[:2] and bytes(entries[1].data) == PAYLOADS[0]
+    (tmp_path / "h2").write_bytes(entries[0].data)
+    (tmp_path / "h2").chmod(0o755)
+    assert run([tmp_path / "h2"]).stdout == b"host 42\n"
+    assert bytes(objbundle.read_object_bundle(ours)[0].data) == exe  # ours strips back to the original
