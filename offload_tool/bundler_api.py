@@ -3,7 +3,9 @@
 These are `OffloadBundler::BundleFiles / UnbundleFiles / ListBundleIDsInFile` of LLVM 19
 (llvm-formats.md §1-§5), with the same outputs, order rules and messages, plus the checks LLVM
 lacks (damaged inputs are errors, outputs appear atomically and only when the whole run succeeds).
-Inputs are memory-mapped; payloads are written from slices of the map, never copied whole."""
+Inputs are memory-mapped and only the headers are read through the map: uncompressed payloads are
+copied file to file by the kernel (`copy_file_range`), so bundling or unbundling gigabytes needs
+no more memory than a small file (what a plain file copy costs)."""
 
 from __future__ import annotations
 
@@ -11,13 +13,15 @@ import contextlib
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
-from .bundle import (BINARY_TYPES, TEXT_COMMENTS, BundleEntry, bundle_chunks, bundle_size, is_binary_bundle, read_binary_bundle,
-                     read_text_bundle, stringmap_entries, write_binary_bundle, write_text_bundle)
-from .ccob import CompressionInfo
+from .bundle import (BINARY_TYPES, TEXT_COMMENTS, BundleEntry, bundle_chunks, bundle_size, is_binary_bundle,
+                     read_binary_bundle, read_text_bundle, stringmap_entries)
 from .errors import BundleError, BundleFormatError, CompressionError, OffloadError, UsageError
 from .fileio import atomic_output, open_input
+
+if TYPE_CHECKING:  # ccob (hashlib, zlib) is imported only when a bundle is compressed
+    from .ccob import CompressionInfo
 
 __all__ = ["Bundle", "BundlerConfig", "bundle", "unbundle", "list_bundle_ids", "read_bundle", "write_bundle",
            "bundler_config"]
@@ -31,7 +35,7 @@ class Bundle:
 
     kind: str  # "binary" | "text" | "object"
     entries: list[BundleEntry] = field(default_factory=list)
-    compression: CompressionInfo | None = None
+    compression: "CompressionInfo | None" = None
 
     @property
     def ids(self) -> list[str]:
@@ -165,15 +169,6 @@ def _handler_order(kind: str, entries: list[BundleEntry]) -> list[BundleEntry]:
     return stringmap_entries(entries) if kind == "binary" else entries
 
 
-def _bundle_size(entries: Sequence[BundleEntry], files_type: str, bundle_align: int) -> int:
-    return bundle_size(entries, "bc" if files_type not in TEXT_COMMENTS else files_type, bundle_align)
-
-
-def _sized_chunks(entries, files_type, bundle_align):
-    # Only headers and padding are materialized; payload chunks are the caller's buffers.
-    return bundle_chunks(entries, "bc" if files_type not in TEXT_COMMENTS else files_type, bundle_align)
-
-
 # --- writing ----------------------------------------------------------------------------------------
 
 _COPY_CHUNK = 64 << 20
@@ -240,8 +235,9 @@ def write_bundle(output: str | os.PathLike, files_type: str, entries: Sequence[B
                  host_object=None) -> None:
     """Write `entries` (IDs already standardized, in order) as a bundle of `files_type` to `output`.
 
-    For `-type=o` with an object `host_object`, the device entries go into its sections (host entry
-    payload is the 1-byte marker); otherwise text or binary. Compression per `bundler_config`."""
+    For `-type=o` with an object `host_object`, the entries become its `__CLANG_OFFLOAD_BUNDLE__`
+    sections (pass a single zero byte as the host entry's payload, as LLVM does); otherwise a text or binary
+    bundle. Compression per `bundler_config` (arguments, then LLVM's environment variables)."""
     _check_type(files_type)
     if bundle_align < 1:
         raise UsageError(f"invalid -bundle-align value {bundle_align}: must be at least 1")
@@ -250,6 +246,12 @@ def write_bundle(output: str | os.PathLike, files_type: str, entries: Sequence[B
         kind = _handler_kind(files_type, host_object)
     else:
         kind = "text" if files_type in TEXT_COMMENTS else "binary"
+    _write(output, kind, "bc" if kind == "binary" else files_type, entries, cfg, bundle_align, host_object)
+
+
+def _write(output, kind: str, files_type: str, entries: Sequence[BundleEntry], cfg: BundlerConfig,
+           bundle_align: int, host_object=None, file_slices: dict[int, tuple[int, int]] | None = None) -> None:
+    """Write a bundle atomically. `file_slices` maps payloads (by id) to (fd, offset) for kernel copies."""
     with atomic_output(output) as out:
         if kind == "object":
             # LLVM compresses nothing here (objcopy overwrites the compressed buffer).
@@ -259,14 +261,12 @@ def write_bundle(output: str | os.PathLike, files_type: str, entries: Sequence[B
         elif cfg.compress:
             from .ccob import compress_chunks
 
-            size = _bundle_size(entries, files_type, bundle_align)
-            compress_chunks(_sized_chunks(entries, files_type, bundle_align), size, out,
+            compress_chunks(bundle_chunks(entries, files_type, bundle_align),
+                            bundle_size(entries, files_type, bundle_align), out,
                             method=cfg.compression_method, level=cfg.compression_level,
                             version=cfg.format_version, verbose=cfg.verbose, log=cfg.log)
-        elif kind == "text":
-            write_text_bundle(entries, out, files_type)
         else:
-            write_binary_bundle(entries, out, bundle_align)
+            _stream(out, bundle_chunks(entries, files_type, bundle_align), file_slices or {})
 
 
 def bundle(files_type: str, targets: list[str], inputs: list[str], output: str, *, bundle_align: int = 1,
@@ -274,7 +274,9 @@ def bundle(files_type: str, targets: list[str], inputs: list[str], output: str, 
            hip_openmp_compatible: bool = False, verbose: bool | None = None,
            env: Mapping[str, str] = os.environ) -> None:
     """`clang-offload-bundler -type=T -targets=... -input=... -output=O` (bundling), byte-identical to
-    LLVM 19 for uncompressed binary and text bundles. Raises an `OffloadError` subclass."""
+    LLVM 19 for uncompressed binary and text bundles. `compress` may also name the method ("zstd",
+    "zlib"). `hip_openmp_compatible` only matters when unbundling (accepted for symmetry with the CLI).
+    Raises an `OffloadError` subclass."""
     from .bundle_id import validate_bundler_targets
 
     if files_type == "a":
@@ -285,30 +287,24 @@ def bundle(files_type: str, targets: list[str], inputs: list[str], output: str, 
         raise UsageError(f"invalid -bundle-align value {bundle_align}: must be at least 1")
     ids = [str(i) for i in validate_bundler_targets(list(targets), bundling=True)]
     host_index = next((n for n, i in enumerate(ids) if i.startswith("host-")), 0)
+    cfg = bundler_config(verbose=verbose, compress=compress, compression_level=compression_level, env=env)
     with contextlib.ExitStack() as stack:
         buffers = [stack.enter_context(open_input(p)) for p in inputs]
         kind = _handler_kind(files_type, buffers[host_index] if buffers else b"")
         if kind == "object":
             entries = [BundleEntry(i, b"\0" if i.startswith("host-") else buf) for i, buf in zip(ids, buffers)]
-            write_bundle(output, files_type, entries, bundle_align=bundle_align, compress=compress,
-                         compression_level=compression_level, verbose=verbose, env=env,
-                         host_object=buffers[host_index])
+            _write(output, kind, files_type, entries, cfg, bundle_align, host_object=buffers[host_index])
         else:
             entries = [BundleEntry(i, buf) for i, buf in zip(ids, buffers)]
-            ftype = "bc" if kind == "binary" else files_type
-            cfg = bundler_config(verbose=verbose, compress=compress, compression_level=compression_level, env=env)
-            if cfg.compress:
-                write_bundle(output, ftype, entries, bundle_align=bundle_align, compress=compress,
-                             compression_level=compression_level, verbose=verbose, env=env)
-            else:
-                # Uncompressed: headers from sizes only, payloads copied file to file by the kernel.
-                slices = {}
+            slices = {}
+            if not cfg.compress:
+                # Headers from sizes only; payloads copied file to file by the kernel.
                 for path, e in zip(inputs, entries):
                     fd = _regular_fd(path, stack)
                     if fd is not None and os.fstat(fd).st_size == memoryview(e.data).nbytes:
                         slices[id(e.data)] = (fd, 0)
-                with atomic_output(output) as out:
-                    _stream(out, bundle_chunks(entries, ftype, bundle_align), slices)
+            _write(output, kind, "bc" if kind == "binary" else files_type, entries, cfg, bundle_align,
+                   file_slices=slices)
         del entries
         buffers.clear()
 
