@@ -18,6 +18,19 @@ SRC_A = "int helper(int x) { return x * 3; }\n__attribute__((weak)) int wk(void)
 SRC_MAIN = "int printf(const char *, ...);\nint helper(int);\nint main(void) { printf(\"%d\\n\", helper(14)); return 0; }\n"
 SRC_STATIC = "static int f(void) { return 1; }\nint (*use_f)(void) = 0;\n"
 SRC_NOGLOBAL = "static int f(void) { return 1; }\n"
+SRC_FANCY = r"""
+int aliasee(void) { return 1; }
+int al(void) __attribute__((alias("aliasee")));
+__thread int tlsvar = 5;
+int commonvar;
+__attribute__((visibility("hidden"))) int hid(void) { return 3; }
+__attribute__((weak)) int wk2(void) { return 2; }
+extern int undefined_thing; int ref(void) { return undefined_thing; }
+static int impl(void) { return 4; }
+int (*resolver(void))(void) { return impl; }
+int ifn(void) __attribute__((ifunc("resolver")));
+__asm__(".globl asm_sym\nasm_sym:\n.quad 0\n");
+"""
 SRC_DEV = "int dev_fn(int x) { return x * 2; }\nstatic int loc(int y) { return y; }\nint gv = 3;\n" \
           "extern int undef_fn(int);\nint calls(int z) { return undef_fn(z) + loc(z); }\n"
 
@@ -41,6 +54,8 @@ def files(tmp_path_factory):
     cc("gcc_static_member.o", SRC_STATIC, compiler="gcc")
     cc("noglobal.o", SRC_NOGLOBAL, compiler="gcc")
     cc("host.bc", SRC_A, "-emit-llvm")
+    cc("fancy.bc", SRC_FANCY, "-emit-llvm", "-fcommon")  # aliases, ifunc, TLS, common, module asm
+    cc("fancy.o", SRC_FANCY, "-fcommon")
     cc("gfx906_device_code.bc", SRC_DEV, "-emit-llvm", "--target=amdgcn-amd-amdhsa", "-mcpu=gfx906", "-nogpulib")
     cc("arm64.o", SRC_A, "--target=aarch64-linux-gnu")
     for name, data in [("odd.txt", b"odd"), ("even.txt", b"even"), ("exactly16chars.x", b"x" * 7),
@@ -59,6 +74,7 @@ SETS = [
     ["noglobal.o", "odd.txt"],
     ["host.bc", "gfx906_device_code.bc", "a.o"],
     ["arm64.o", "sixteen_chars_ab", "a.o"],
+    ["fancy.bc", "fancy.o", "odd.txt"],
 ]
 
 
