@@ -215,6 +215,24 @@ def _stream(out, chunks, file_slices: dict[int, tuple[int, int]]) -> None:
             out.write(chunk)
 
 
+def _read_slices(chunks, file_slices: dict[int, tuple[int, int]], piece: int = 8 << 20):
+    """`chunks`, with those listed in `file_slices` read from their file in pieces (bounded memory)."""
+    for chunk in chunks:
+        src = file_slices.get(id(chunk))
+        if src is None:
+            yield chunk
+            continue
+        fd, pos = src
+        remaining = memoryview(chunk).nbytes
+        while remaining:
+            data = os.pread(fd, min(piece, remaining), pos)
+            if not data:
+                raise BundleFormatError(f"input ended {remaining} bytes early at offset {pos}")
+            yield data
+            pos += len(data)
+            remaining -= len(data)
+
+
 def _regular_fd(path, stack: contextlib.ExitStack) -> int | None:
     """A read fd for a regular file (for kernel copies), or None (stdin, devices, pipes)."""
     if os.fspath(path) == "-":
@@ -261,7 +279,7 @@ def _write(output, kind: str, files_type: str, entries: Sequence[BundleEntry], c
         elif cfg.compress:
             from .ccob import compress_chunks
 
-            compress_chunks(bundle_chunks(entries, files_type, bundle_align),
+            compress_chunks(_read_slices(bundle_chunks(entries, files_type, bundle_align), file_slices or {}),
                             bundle_size(entries, files_type, bundle_align), out,
                             method=cfg.compression_method, level=cfg.compression_level,
                             version=cfg.format_version, verbose=cfg.verbose, log=cfg.log)
@@ -296,13 +314,13 @@ def bundle(files_type: str, targets: list[str], inputs: list[str], output: str, 
             _write(output, kind, files_type, entries, cfg, bundle_align, host_object=buffers[host_index])
         else:
             entries = [BundleEntry(i, buf) for i, buf in zip(ids, buffers)]
+            # Headers from sizes only; payloads copied file to file by the kernel, or read piecewise
+            # into the compressor (never mapped whole).
             slices = {}
-            if not cfg.compress:
-                # Headers from sizes only; payloads copied file to file by the kernel.
-                for path, e in zip(inputs, entries):
-                    fd = _regular_fd(path, stack)
-                    if fd is not None and os.fstat(fd).st_size == memoryview(e.data).nbytes:
-                        slices[id(e.data)] = (fd, 0)
+            for path, e in zip(inputs, entries):
+                fd = _regular_fd(path, stack)
+                if fd is not None and os.fstat(fd).st_size == memoryview(e.data).nbytes:
+                    slices[id(e.data)] = (fd, 0)
             _write(output, kind, "bc" if kind == "binary" else files_type, entries, cfg, bundle_align,
                    file_slices=slices)
         del entries
