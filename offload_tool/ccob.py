@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import mmap
 import os
 import struct
 import sys
@@ -165,8 +166,8 @@ def _log_lines(log: Callable[[str], None] | None, lines: list[str]) -> None:
 
 
 def decompress(buf, *, max_uncompressed_size: int = DEFAULT_MAX_UNCOMPRESSED_SIZE, verbose: bool = False,
-               log: Callable[[str], None] | None = None) -> tuple[bytes | bytearray, CompressionInfo]:
-    """Decompress a CCOB; returns (the bundle bytes, header info).
+               log: Callable[[str], None] | None = None) -> tuple[bytes | bytearray | mmap.mmap, CompressionInfo]:
+    """Decompress a CCOB; returns (the bundle as a bytes-like object, header info).
 
     Raises `CompressionError` for a bad header, a corrupt stream, a size that is not exactly the
     header's uncompressed size, a claimed size over `max_uncompressed_size`, or an MD5 mismatch."""
@@ -290,8 +291,6 @@ def zstd_output_bound(view: memoryview) -> int:
 def _output_buffer(expected: int):
     """Anonymous memory for the result: pages are only committed as they are written, so a false size
     claim costs nothing (unlike bytearray(n), which zero-fills)."""
-    import mmap
-
     return mmap.mmap(-1, expected) if expected else bytearray()
 
 

@@ -207,3 +207,23 @@ def test_llvm19_cannot_read_v3(tmp_path):
     res = run([exe, "-type=bc", "-unbundle", "-targets=hip-amdgcn-amd-amdhsa--gfx900", "-input=c", "-output=x"],
               cwd=tmp_path)
     assert res.returncode != 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(max_size=300_000), st.integers(1, 19), st.booleans())
+def test_zstd_output_bound_covers_real_streams(data, level, checksum):
+    """The block-header bound used to reject inflated size claims is never below the real size."""
+    import zstandard
+
+    stream = zstandard.ZstdCompressor(level=level, write_checksum=checksum).compress(data)
+    assert ccob.zstd_output_bound(memoryview(stream)) >= len(data)
+
+
+def test_zstd_output_bound_rejects_garbage():
+    with pytest.raises(CompressionError, match="Unknown frame descriptor"):
+        ccob.zstd_output_bound(memoryview(b"\x00" * 16))
+    import zstandard
+
+    stream = zstandard.ZstdCompressor().compress(b"x" * 100_000)
+    with pytest.raises(CompressionError, match="truncated"):
+        ccob.zstd_output_bound(memoryview(stream[:7]))
