@@ -482,6 +482,29 @@ def _section_table(elf: _Elf, sections: list[_OutSection], offsets: list[int], s
     return bytes(table), e_shnum, e_shstrndx
 
 
+def _keep_unknown_tail(elf: _Elf, keep_end: int) -> int:
+    """Where the copied prefix of a linked image must end: `keep_end`, unless bytes after it belong
+    to nothing this file describes (not a section, not the old section header table, not zero
+    padding) -- such trailing data (signatures, appended payloads) is then kept whole."""
+    size = len(elf.buf)
+    if keep_end >= size:
+        return keep_end
+    known = [(s.offset, s.offset + s.size) for s in elf.sections if s.sh_type != SHT_NOBITS and s.size]
+    e = elf.ehdr
+    if e.e_shoff:
+        known.append((e.e_shoff, e.e_shoff + elf.shnum * elf.shdr_struct.size))
+    pos = keep_end
+    for start, end in sorted(known):
+        if end <= pos:
+            continue
+        if start > pos and any(elf.buf[pos:start]):
+            return size
+        pos = max(pos, end)
+    if pos < size and any(elf.buf[pos:size]):
+        return size
+    return keep_end
+
+
 def _write_linked(elf: _Elf, sections: list[_OutSection], shstrndx: int, out: BinaryIO) -> None:
     """Write an executable or shared object: every byte a segment or a kept section occupies stays
     where it is (loadable images must not move); rewritten contents of the same size are patched in
@@ -527,6 +550,7 @@ def _write_linked(elf: _Elf, sections: list[_OutSection], shstrndx: int, out: Bi
             raise ElfError(f"cannot resize loadable section {i} '{sec.name}' of an executable or shared object")
         else:
             appended.append(i)
+    keep_end = _keep_unknown_tail(elf, keep_end)
     pos = keep_end
     plan = []
     for i in appended:

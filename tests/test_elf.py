@@ -157,6 +157,10 @@ def test_linked_images(tmp_path, kind):
     assert back == image
     with pytest.raises(ElfError, match="SHF_ALLOC"):
         _remove(image, lambda s: s.name == ".text")
+    # Data after everything the headers describe (e.g. an appended signature) is kept.
+    signed = image + b"TRAILING-SIGNATURE"
+    assert b"TRAILING-SIGNATURE" in _add(signed, NEW)
+    assert b"TRAILING-SIGNATURE" in _remove(_add(signed, NEW), lambda s: s.name.startswith("__CLANG"))
 
 
 @pytest.mark.parametrize("name", ["gcc", "clang"])
