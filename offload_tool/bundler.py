@@ -29,6 +29,7 @@ Generic Options:
 
 clang-offload-bundler options:
 
+  --###                   - Accepted for compatibility: this tool runs no external commands.
   --allow-missing-bundles - Create empty files if bundles are missing when unbundling.
   --bundle-align=<uint>   - Alignment of bundle for binary files
   --check-input-archive   - Check if input heterogeneous archive is valid in terms of TargetID rules.
@@ -59,7 +60,9 @@ clang-offload-bundler options:
   --verbose               - Print debug information.
 """
 
-_FLAGS = ("unbundle", "list", "allow-missing-bundles", "check-input-archive", "compress", "hip-openmp-compatible",
+# `-###` prints "external commands" in LLVM (llvm-objcopy for -type=o); this tool runs none, so the
+# flag is accepted and the work is simply done.
+_FLAGS = ("###", "unbundle", "list", "allow-missing-bundles", "check-input-archive", "compress", "hip-openmp-compatible",
           "verbose", "help", "h", "version")
 _VALUES = ("type", "targets", "input", "inputs", "output", "outputs", "bundle-align", "compression-level")
 _COMMA_LISTS = ("targets", "inputs", "outputs")

@@ -324,7 +324,8 @@ _ARG_POOL = ["-type=bc", "-type=ll", "-type=o", "-type=a", "-type=zz", "--type",
              "-compression-level=9", "-compression-level=x", "-targets=host-x86_64-unknown-linux-gnu",
              "-targets=hip-amdgcn-amd-amdhsa--gfx906", "-targets=,", "-targets=host-x86_64--,hip-amdgcn-amd-amdhsa-gfx906",
              "-input=h", "-input=t1", "-input=b.bc", "-input=missing", "-input=.", "-inputs=h,t1",
-             "-output=x", "-output=y", "-outputs=x,y", "-output=nodir/z", "--help", "--version", "-###", "--", "stray",
+             "-output=x", "-output=y", "-outputs=x,y", "-output=nodir/z", "--help", "--version", "-###", "-#", "--",
+             "stray",
              "-targets", "-input"]
 
 
