@@ -346,3 +346,19 @@ def test_hip_archive_unbundling_via_cli(lit):
     assert (lit / "x.a").read_bytes() == b"!<arch>\n"
     res = ours(lit, "-type=a", "-unbundle", "-targets=hip-amdgcn-amd-amdhsa--gfx906", "-input=tgt1", "-output=y.a")
     assert res.returncode == 1 and b"file too small to be an archive" in res.stderr
+
+
+def test_duplicate_standardized_targets(lit, tmp_path):
+    """Two spellings of one target: bundling writes two entries with the same stored ID (as LLVM 19);
+    unbundling keeps one worklist item, so only the last output is written."""
+    args = ["-type=bc", "-targets=hip-amdgcn-amd-amdhsa-gfx906,hip-amdgcn-amd-amdhsa--gfx906", "-input=tgt1",
+            "-input=tgt2"]
+    ok(ours(lit, *args, "-output=o.bc"))
+    ok(llvm("clang-offload-bundler-19", lit, *args, "-output=l.bc"))
+    assert (lit / "o.bc").read_bytes() == (lit / "l.bc").read_bytes()
+    for tool, out in ((ours, "x"), (lambda *a: llvm("clang-offload-bundler-19", *a), "y")):
+        (lit / out).mkdir()
+        ok(tool(lit, "-type=bc", "-unbundle", "-targets=hip-amdgcn-amd-amdhsa-gfx906,hip-amdgcn-amd-amdhsa--gfx906",
+                "-input=l.bc", f"-output={out}/a", f"-output={out}/b"))
+    assert sorted(os.listdir(lit / "x")) == sorted(os.listdir(lit / "y")) == ["b"]
+    assert (lit / "x" / "b").read_bytes() == (lit / "y" / "b").read_bytes() == b"Content of device file 2\n"
