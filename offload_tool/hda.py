@@ -139,8 +139,16 @@ def _check_archive(members, archive_path: str) -> None:
     """`CheckHeterogeneousArchive`: per member, the target-ID conflict rule on its entry IDs."""
     from .bundle_id import archive_conflict
 
+    from .bundle import read_binary_bundle
+    from .objbundle import is_object_file, object_bundle_ids
+
     for m in members:
-        ids = sorted({e.bundle_entry_id for e in _entries(m.data, decompress=False, where=m.name)})
+        # Not decompressed: LLVM checks the member as stored.
+        if is_object_file(m.data):
+            ids = object_bundle_ids(m.data)
+        else:
+            ids = [e.bundle_entry_id for e in read_binary_bundle(m.data)]
+        ids = sorted(set(ids))
         conflict = archive_conflict(ids)
         if conflict:
             raise BundleError(f"conflicting TargetIDs [{conflict[0]}, {conflict[1]}] found in {m.name} of "

@@ -28,6 +28,7 @@ from . import elf
 from .errors import BundleFormatError, ElfError
 
 __all__ = ["OFFLOAD_BUNDLE_MAGIC", "HOST_MARKER", "is_object_file", "is_elf_object", "read_object_bundle",
+           "object_bundle_ids",
            "write_object_bundle", "strip_bundle_sections", "bundle_section_name"]
 
 OFFLOAD_BUNDLE_MAGIC = "__CLANG_OFFLOAD_BUNDLE__"
@@ -86,6 +87,13 @@ def _require_elf(buf, what: str) -> None:
 
 def _is_bundle_section(sec: elf.ElfSection) -> bool:
     return len(sec.name) >= _MIN_BUNDLE_NAME and sec.name.startswith(OFFLOAD_BUNDLE_MAGIC)
+
+
+def object_bundle_ids(buf) -> list[str]:
+    """The entry IDs of an ELF object bundle in section order, without extracting anything (what
+    `-list` and `-check-input-archive` need; the host entry is not stripped here)."""
+    _require_elf(buf, "read an object bundle")
+    return [s.name[len(OFFLOAD_BUNDLE_MAGIC):] for s in elf.read_sections(buf) if _is_bundle_section(s)]
 
 
 def read_object_bundle(buf) -> list:

@@ -276,3 +276,10 @@ def test_executable_host(tmp_path):
     (tmp_path / "h2").chmod(0o755)
     assert run([tmp_path / "h2"]).stdout == b"host 42\n"
     assert bytes(objbundle.read_object_bundle(ours)[0].data) == exe  # ours strips back to the original
+
+
+def test_object_bundle_ids(host_objects):
+    host = next(iter(host_objects.values()))
+    data = _write(host, [(STD_IDS[0], b"\0"), (STD_IDS[2], PAYLOADS[1]), (STD_IDS[1], PAYLOADS[0])])
+    assert objbundle.object_bundle_ids(data) == [STD_IDS[0], STD_IDS[2], STD_IDS[1]]
+    assert objbundle.object_bundle_ids(host) == []
