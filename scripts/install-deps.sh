@@ -28,7 +28,11 @@ if [ ! -x .venv/bin/python ]; then
 fi
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     echo "install-deps: installing offload-tool into .venv"
-    .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-    .venv/bin/python -m pip install -q -e '.[test]'
+    log=.venv/install.log
+    if ! { .venv/bin/python -m pip install -q --upgrade pip && .venv/bin/python -m pip install -q -e '.[test]'; } >"$log" 2>&1; then
+        cat "$log" >&2
+        echo "install-deps: pip install failed (log above, also in $log)" >&2
+        exit 1
+    fi
     touch "$stamp"
 fi

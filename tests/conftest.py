@@ -55,3 +55,10 @@ def run_cli(module: str, *args, **kw) -> subprocess.CompletedProcess:
 @pytest.fixture
 def repo() -> Path:
     return REPO
+
+
+def console_script(name: str) -> str | None:
+    """An installed console script of this project: beside the running interpreter (a venv's bin/,
+    which need not be on PATH), else on PATH."""
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.exists() else shutil.which(name)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import find_tool, run, run_cli
+from conftest import console_script, run, run_cli
 from offload_tool import __version__, cli
 from offload_tool.offload_binary import make_image, write_offload_binary
 
@@ -117,10 +117,14 @@ def test_in_process_main_returns_status(tmp_path, capsys):
     assert err.startswith("offload-tool: error: ") and "missing" in err
 
 
-def test_console_script_if_installed(tmp_path):
-    exe = find_tool("offload-tool")
+@pytest.mark.parametrize("script", ["offload-tool", "offload-bundler", "offload-packager"])
+def test_console_scripts_installed(tmp_path, script):
+    """pyproject's console scripts exist beside the interpreter (the .venv that `make test` uses) and run."""
+    exe = console_script(script)
     if exe is None:
-        pytest.skip("offload-tool console script not installed (pip install -e .)")
-    pkg = _pkg(tmp_path, "gfx90a")
-    res = run([exe, "verify", pkg, "--require=gfx90a"])
-    assert res.returncode == 0
+        pytest.skip(f"{script} console script not installed (pip install -e .)")
+    res = run([exe, "--version"])
+    assert res.returncode == 0 and res.stdout.strip(), res.stderr
+    if script == "offload-tool":
+        pkg = _pkg(tmp_path, "gfx90a")
+        assert run([exe, "verify", pkg, "--require=gfx90a"]).returncode == 0
