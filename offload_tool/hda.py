@@ -137,9 +137,8 @@ def archive_member_entries(member_data, *, decompress: bool = True, where: str =
 
 def _check_archive(members, archive_path: str) -> None:
     """`CheckHeterogeneousArchive`: per member, the target-ID conflict rule on its entry IDs."""
-    from .bundle_id import archive_conflict
-
     from .bundle import read_binary_bundle
+    from .bundle_id import archive_conflict
     from .objbundle import is_object_file, object_bundle_ids
 
     for m in members:
