@@ -136,16 +136,27 @@ def binary_bundle_layout(ids: Sequence[str], sizes: Sequence[int], bundle_align:
     return b"".join(parts), offsets
 
 
+def _paddings(ids: Sequence[str], offsets: Sequence[int], sizes: Sequence[int], header_size: int) -> list[int]:
+    """Zero bytes LLVM 19 writes before each payload: up to the offset its `BundlesInfo` map holds for the
+    ID. With a duplicated ID that is the *last* entry's offset, so the header's first offset points into
+    padding (LLVM's quirk, reproduced byte for byte); otherwise exactly the header's offsets."""
+    last = dict(zip(ids, offsets))
+    pads, pos = [], header_size
+    for i, size in zip(ids, sizes):
+        pad = max(0, last[i] - pos)
+        pads.append(pad)
+        pos += pad + size
+    return pads
+
+
 def _binary_chunks(entries: Sequence[BundleEntry], bundle_align: int):
-    header, offsets = binary_bundle_layout([e.bundle_entry_id for e in entries], [_nbytes(e.data) for e in entries],
-                                           bundle_align)
+    ids, sizes = [e.bundle_entry_id for e in entries], [_nbytes(e.data) for e in entries]
+    header, offsets = binary_bundle_layout(ids, sizes, bundle_align)
     yield header
-    pos = len(header)
-    for e, off in zip(entries, offsets):
-        if off > pos:
-            yield bytes(off - pos)
+    for e, pad in zip(entries, _paddings(ids, offsets, sizes, len(header))):
+        if pad:
+            yield bytes(pad)
         yield e.data
-        pos = off + _nbytes(e.data)
 
 
 def write_binary_bundle(entries: Sequence[BundleEntry], out: BinaryIO, bundle_align: int = 1) -> int:
@@ -239,6 +250,6 @@ def bundle_size(entries: Sequence[BundleEntry], files_type: str, bundle_align: i
         start, end = _markers(TEXT_COMMENTS[files_type])
         return sum(len(start) + len(end) + 2 * (len(_id_bytes(e.bundle_entry_id)) + 1) + _nbytes(e.data)
                    for e in entries)
-    sizes = [_nbytes(e.data) for e in entries]
-    header, offsets = binary_bundle_layout([e.bundle_entry_id for e in entries], sizes, bundle_align)
-    return offsets[-1] + sizes[-1] if entries else len(header)
+    ids, sizes = [e.bundle_entry_id for e in entries], [_nbytes(e.data) for e in entries]
+    header, offsets = binary_bundle_layout(ids, sizes, bundle_align)
+    return len(header) + sum(_paddings(ids, offsets, sizes, len(header))) + sum(sizes)

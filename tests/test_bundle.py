@@ -76,8 +76,20 @@ def test_no_magic_means_no_entries():
 
 def test_duplicates_keep_last_in_stringmap_order():
     entries = [BundleEntry("a", b"1"), BundleEntry("b", b"2"), BundleEntry("a", b"3")]
-    got = stringmap_entries(read_binary_bundle(_binary(entries)))
+    got = stringmap_entries(entries)
     assert sorted((e.bundle_entry_id, bytes(e.data)) for e in got) == [("a", b"3"), ("b", b"2")]
+
+
+def test_duplicate_ids_are_written_as_llvm_does():
+    """LLVM 19 pads every payload up to the offset its ID map holds, i.e. the last duplicate's: the first
+    duplicate's header offset then points at padding and the payloads follow each other."""
+    entries = [BundleEntry("a", b"1"), BundleEntry("b", b"2"), BundleEntry("a", b"3")]
+    data = _binary(entries)
+    header, offsets = binary_bundle_layout(["a", "b", "a"], [1, 1, 1])
+    assert offsets == [len(header), len(header) + 1, len(header) + 2]
+    assert data == header + b"\0\0" + b"123" and bundle_size(entries, "bc") == len(data)
+    got = {e.bundle_entry_id: bytes(e.data) for e in stringmap_entries(read_binary_bundle(data))}
+    assert got == {"a": b"1", "b": b"\0"}  # what LLVM 19 itself reads back
 
 
 @pytest.mark.parametrize("damage, match", [
