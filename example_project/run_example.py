@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -66,15 +67,34 @@ def run_programs(env: dict[str, str]) -> list[tuple[str, str, bool, str]]:
 
 
 def archs_by_file(manifest_path: str) -> dict[str, list[str]]:
-    """Group the manifest's images by the built file they were found in."""
+    """Group the manifest's images by the built file they were found in
+    (`path` is `file`, `file:section[i]`, `file[bundle entry]` or `archive(member)...`)."""
     with open(manifest_path, encoding="utf-8") as f:
         images = json.load(f)
     grouped: dict[str, set[str]] = defaultdict(set)
     for image in images:
-        where = image.get("file") or image["path"].split("(")[0].split(":")[0]
-        arch = image.get("arch") or "?"
-        grouped[os.path.relpath(where, HERE) if os.path.isabs(where) else where].add(arch)
+        where = re.match(r"[^\[(:]+", image["path"]).group(0)
+        grouped[where].add(image.get("arch") or "?")
     return {k: sorted(v) for k, v in sorted(grouped.items())}
+
+
+def split_outputs() -> list[tuple[str, list[str]]]:
+    """The device-specific archives split from the heterogeneous archive, and the files unbundled
+    from the HIP fat binary: raw device code, so listed by name (archive members by member name)."""
+    from offload_tool.archive import read_archive
+
+    found = []
+    hda = os.path.join(HERE, "build", "hda")
+    for name in sorted(os.listdir(hda)) if os.path.isdir(hda) else []:
+        if name.startswith("libvecsum_hda-") and name.endswith(".a"):
+            with open(os.path.join(hda, name), "rb") as f:
+                members = [f"{m.name} ({len(m.data)} bytes)" for m in read_archive(f.read())]
+            found.append((f"build/hda/{name}", members or ["(empty)"]))
+    src = os.path.join(HERE, "build", "src")
+    for name in sorted(os.listdir(src)) if os.path.isdir(src) else []:
+        if name.startswith("vadd-") and name.endswith(".hipfb"):
+            found.append((f"build/src/{name}", [f"{os.path.getsize(os.path.join(src, name))} bytes"]))
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,7 +114,14 @@ def main(argv: list[str] | None = None) -> int:
     if os.path.exists(manifest):
         print("\nBuilt outputs and the device images inside them (offload-tool inspect):")
         for where, archs in archs_by_file(manifest).items():
-            print(f"  {where:<44} {', '.join(archs)}")
+            print(f"  {where:<34} {', '.join(archs)}")
+    splits = split_outputs()
+    if splits:
+        print("\nSplit back out (device-specific archives, unbundled HIP fat binary):")
+        for where, what in splits:
+            print(f"  {where}")
+            for item in what:
+                print(f"      {item}")
     print("\nPrograms:")
     for rel, what, ok, out in results:
         print(f"  [{'ok' if ok else 'FAILED'}] {rel}: {what}")
