@@ -362,3 +362,32 @@ def test_duplicate_standardized_targets(lit, tmp_path):
                 "-input=l.bc", f"-output={out}/a", f"-output={out}/b"))
     assert sorted(os.listdir(lit / "x")) == sorted(os.listdir(lit / "y")) == ["b"]
     assert (lit / "x" / "b").read_bytes() == (lit / "y" / "b").read_bytes()
+
+
+_POOL = ["host-x86_64-unknown-linux-gnu", "host-x86_64-unknown-linux", "openmp-nvptx64-nvidia-cuda-sm_70",
+         "openmp-nvptx64-nvidia-cuda--sm_80", "hip-amdgcn-amd-amdhsa--gfx906", "hipv4-amdgcn-amd-amdhsa-gfx90a:xnack+",
+         "hip-amdgcn-amd-amdhsa-unknown-gfx1030", "openmp-x86_64-pc-linux-gnu", "hipv4-amdgcn-amd-amdhsa--gfx908:sramecc+:xnack-"]
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(_POOL[2:]), unique=True, max_size=5), st.sampled_from(_POOL[:2]),
+       st.lists(st.binary(max_size=600), min_size=7, max_size=7), st.sampled_from(["bc", "ll", "i", "s", "o"]),
+       st.sampled_from([1, 3, 64, 4096]))
+def test_random_bundles_byte_identical_to_llvm19(tmp_path, devices, host, payloads, files_type, align):
+    exe = need_tool("clang-offload-bundler-19")
+    targets = [host] + devices
+    d = tmp_path / f"r{abs(hash((tuple(targets), files_type, align, tuple(payloads))))}"
+    d.mkdir()
+    inputs = []
+    for n, _ in enumerate(targets):
+        (d / f"in{n}").write_bytes(payloads[n])
+        inputs.append(str(d / f"in{n}"))
+    args = [f"-type={files_type}", "-targets=" + ",".join(targets), *[f"-input={i}" for i in inputs],
+            f"-bundle-align={align}"]
+    ok(run([exe, *args, f"-output={d}/llvm"]))
+    bundler_api.bundle(files_type, targets, inputs, str(d / "ours"), bundle_align=align, env={})
+    assert (d / "ours").read_bytes() == (d / "llvm").read_bytes()
+    listed = run([exe, "-list", f"-type={files_type}", f"-input={d}/ours"]).stdout.decode().split("\n")[:-1]
+    assert listed == bundler_api.list_bundle_ids(files_type, d / "llvm", llvm_order=True, env={})
