@@ -31,7 +31,7 @@ def need_tool(name: str) -> str:
             "clang-offload-bundler-19": "clang-tools-19", "clang-offload-packager-19": "clang-tools-19",
             "clang-offload-bundler-22": "clang-tools-22", "llvm-offload-binary-22": "llvm-22",
             "clang-linker-wrapper-19": "clang-tools-19",
-            "llvm-objdump-19": "llvm-19", "llvm-objdump-22": "llvm-22", "llvm-ar-19": "llvm-19",
+            "llvm-objdump-19": "llvm-19", "llvm-objcopy-19": "llvm-19", "llvm-readelf-19": "llvm-19", "llvm-objdump-22": "llvm-22", "llvm-ar-19": "llvm-19",
             "clang-19": "clang-19", "clang-22": "clang-22", "hipcc": "hipcc", "nvcc": "CUDA toolkit",
         }.get(name, "?")
         pytest.skip(f"{name} not found (install {pkg})")
