@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, Sequence
 
 from .errors import ArchiveError
+from .fileio import byte_view
 
 __all__ = ["ArchiveMember", "AR_MAGIC", "THIN_MAGIC", "is_archive", "read_archive", "write_archive",
            "archive_symbols", "member_symbols"]
@@ -77,9 +78,7 @@ def read_archive(buf) -> list[ArchiveMember]:
     """The members of a GNU/SysV or BSD archive, in archive order (symbol tables and the GNU
     long-name table are not members).  Thin archives are refused: their members live in other
     files, and names from an untrusted archive must never select files to read."""
-    view = buf if isinstance(buf, memoryview) else memoryview(buf)
-    if view.ndim != 1 or view.itemsize != 1:
-        view = view.cast("B")
+    view = byte_view(buf)
     size = len(view)
     head = bytes(view[:8])
     if head == THIN_MAGIC:

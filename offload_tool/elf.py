@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, Callable
 
 from .errors import ElfError
+from .fileio import byte_view
 
 __all__ = [
     "SHT_NULL", "SHT_PROGBITS", "SHT_SYMTAB", "SHT_STRTAB", "SHT_RELA", "SHT_NOBITS", "SHT_REL",
@@ -225,9 +226,7 @@ class _Elf:
     """A parsed, validated ELF file: header, section headers, names."""
 
     def __init__(self, buf):
-        self.buf = buf if isinstance(buf, memoryview) else memoryview(buf)
-        if self.buf.ndim != 1 or self.buf.itemsize != 1:
-            self.buf = self.buf.cast("B")
+        self.buf = byte_view(buf)
         size = len(self.buf)
         if size < _IDENT_SIZE or bytes(self.buf[:4]) != ELF_MAGIC:
             raise ElfError("not an ELF file (offset 0: bad magic or file shorter than e_ident)")
@@ -377,13 +376,6 @@ class _OutSection:
     orig_offset: int | None = None  # where an existing section's bytes are in the input
     orig_data: object = None        # the input slice, to tell whether the contents were rewritten
     name: str = ""                  # for messages
-
-
-def _as_bytes_view(data) -> memoryview:
-    mv = data if isinstance(data, memoryview) else memoryview(data)
-    if mv.ndim != 1 or mv.itemsize != 1:
-        mv = mv.cast("B")
-    return mv
 
 
 def _pad_align(sec: _OutSection, word: int) -> int:
@@ -617,7 +609,7 @@ def add_sections(buf, sections: list[NewSection], out: BinaryIO) -> None:
     for raw, s in zip(new_names, sections):
         name_offset = len(names)
         names += raw + b"\0"
-        data = _as_bytes_view(s.data)
+        data = byte_view(s.data)
         out_secs.append(_OutSection(name_offset, s.sh_type, s.flags, 0, 0, 0, max(s.align, 0), 0, data,
                                     len(data), (1, len(out_secs), 0)))
     strtab = out_secs[shstrndx]

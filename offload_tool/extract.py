@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from .errors import OffloadBinaryError, OffloadError
+from .fileio import byte_view
 from .offload_binary import OffloadImage, is_bitcode, read_offload_binaries
 
 __all__ = ["FoundImage", "find_offload_images", "file_kind", "SHT_LLVM_OFFLOADING", "MAX_ARCHIVE_DEPTH"]
@@ -173,10 +174,7 @@ def find_offload_images(buf, name: str, *, llvm_version: int | None = None) -> l
     """Every OffloadBinary image in `buf` (a file's contents; `name` is used in paths and errors).
 
     Bad packages raise `OffloadBinaryError`; bad containers the container's `OffloadError`."""
-    view = memoryview(buf)
-    if view.format != "B" or view.ndim != 1:
-        view = view.cast("B")
-    return _find(view, name, None, llvm_version, 0)
+    return _find(byte_view(buf), name, None, llvm_version, 0)
 
 
 # --------------------------------------------------------------------------------------------

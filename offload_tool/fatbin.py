@@ -45,6 +45,7 @@ import struct
 from dataclasses import dataclass, field
 
 from .errors import FatbinError
+from .fileio import byte_view
 
 __all__ = [
     "FATBIN_MAGIC", "FatbinEntry", "Fatbin", "is_fatbin", "read_fatbin", "read_fatbins", "write_fatbin",
@@ -236,7 +237,7 @@ def _read_entry(buf, off: int, end: int) -> FatbinEntry:
 
 def read_fatbin(buf, offset: int = 0) -> Fatbin:
     """Read the fat binary starting at `offset` of `buf`; raises FatbinError if malformed."""
-    buf = _byte_view(buf)
+    buf = byte_view(buf)
     if offset + HEADER.size > len(buf):
         raise FatbinError(f"fat binary at offset {offset:#x}: header truncated ({max(0, len(buf) - offset)} of 16 bytes)")
     magic, version, header_size, fat_size = HEADER.unpack_from(buf, offset)
@@ -265,7 +266,7 @@ def read_fatbins(buf) -> list[Fatbin]:
 
     Zero bytes between and after fat binaries (alignment padding) are skipped; anything else
     that is not a fat binary header is an error."""
-    buf = _byte_view(buf)
+    buf = byte_view(buf)
     found: list[Fatbin] = []
     off = 0
     n = len(buf)
@@ -282,13 +283,6 @@ def read_fatbins(buf) -> list[Fatbin]:
     if not found:
         raise FatbinError("no fat binary found (no 0xBA55ED50 header)")
     return found
-
-
-def _byte_view(buf) -> memoryview:
-    view = memoryview(buf)
-    if view.format != "B" or view.ndim != 1:
-        view = view.cast("B")
-    return view
 
 
 # --------------------------------------------------------------------------------------------

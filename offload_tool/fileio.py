@@ -15,7 +15,15 @@ from typing import BinaryIO, Iterator
 
 from .errors import OffloadError, OutputPathError
 
-__all__ = ["open_input", "read_input", "atomic_output", "write_atomic", "safe_join", "sanitize_name"]
+__all__ = ["byte_view", "open_input", "read_input", "atomic_output", "write_atomic", "safe_join", "sanitize_name"]
+
+
+def byte_view(buf) -> memoryview:
+    """A flat unsigned-byte memoryview of any bytes-like object, without copying."""
+    view = buf if isinstance(buf, memoryview) else memoryview(buf)
+    if view.format != "B" or view.ndim != 1:
+        view = view.cast("B")
+    return view
 
 
 @contextlib.contextmanager

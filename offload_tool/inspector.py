@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from . import fatbin as _fatbin
 from .errors import OffloadError
+from .fileio import byte_view
 from .offload_binary import OffloadImage, is_bitcode, objdump_image_kind_name, offload_kind_name
 
 __all__ = ["DeviceImage", "inspect_buffer", "inspect_file", "format_table", "to_json", "MAX_DEPTH",
@@ -79,13 +80,6 @@ class DeviceImage:
             d["producer_note"] = self.producer_note
         d.update(self.details)
         return d
-
-
-def _view(buf) -> memoryview:
-    v = memoryview(buf)
-    if v.format != "B" or v.ndim != 1:
-        v = v.cast("B")
-    return v
 
 
 def content_image_kind(data) -> str:
@@ -247,7 +241,7 @@ class _Scanner:
             bid = parse_bundle_entry_id(raw_id)
             if bid.kind == "host":
                 continue
-            data = _view(entry.data) if not isinstance(entry.data, (bytes, bytearray)) else entry.data
+            data = byte_view(entry.data) if not isinstance(entry.data, (bytes, bytearray)) else entry.data
             epath = f"{path}[{raw_id}]"
             if self.leaf_or_nested(data, epath, wrappers + [container], depth, compressed):
                 continue
@@ -326,7 +320,7 @@ def _bundle_extent(data) -> int | None:
 
 def _split_bundles(data) -> list[tuple[int, memoryview]]:
     """The bundles stored back to back (zero padding between) in a `.hip_fatbin` section."""
-    view = _view(data)
+    view = byte_view(data)
     parts: list[tuple[int, memoryview]] = []
     pos = 0
     n = len(view)
@@ -392,7 +386,7 @@ def inspect_buffer(buf, name: str, *, llvm_version: int | None = None, keep_data
     With `keep_data=False` each image's bytes are dropped once hashed."""
     scanner = _Scanner(llvm_version, keep_data)
     try:
-        scanner.scan_file(_view(buf), name, [], 0)
+        scanner.scan_file(byte_view(buf), name, [], 0)
     except OffloadError as exc:
         raise with_file_name(exc, name) from None
     except (ValueError, IndexError, KeyError, UnicodeError, OverflowError, MemoryError) as exc:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, Mapping
 
 from .errors import OffloadBinaryError
+from .fileio import byte_view
 
 __all__ = [
     "MAGIC", "VERSION", "ALIGNMENT", "HEADER", "ENTRY", "STRING_ENTRY",
@@ -236,7 +237,7 @@ def read_offload_binary(buf, offset: int = 0, *, llvm_version: int | None = None
     """Parse one OffloadBinary at `offset` of `buf` (checks of `OffloadBinary::create`, plus bounds).
 
     The image is a memoryview slice of `buf` (no copy)."""
-    view = memoryview(buf).cast("B") if not isinstance(buf, memoryview) or buf.format != "B" else buf
+    view = byte_view(buf)
     total = len(view)
     avail = total - offset
     where = f"offload binary at offset {offset:#x}"
@@ -302,9 +303,7 @@ def read_offload_binaries(buf, *, llvm_version: int | None = None) -> list[Offlo
     """All OffloadBinaries stored back to back in `buf` (a raw package or a section's contents).
 
     As LLVM's `extractOffloadFiles`: any bytes left that do not parse are an error."""
-    view = memoryview(buf)
-    if view.format != "B" or view.ndim != 1:
-        view = view.cast("B")
+    view = byte_view(buf)
     if llvm_version is not None:
         _kinds_for(llvm_version)
     images = []
