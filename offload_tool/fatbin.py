@@ -373,6 +373,21 @@ def _zstd_decompress(data, expected: int, where: str) -> bytes:
     return out
 
 
+def _lz4_length(src: bytes, i: int, nibble: int, what: str) -> tuple[int, int]:
+    """A token's length nibble plus its extension bytes (each 255 means "more follows")."""
+    length = nibble
+    if nibble == 15:
+        while True:
+            if i >= len(src):
+                raise FatbinError(f"{what} runs past the end of the data")
+            b = src[i]
+            i += 1
+            length += b
+            if b != 255:
+                break
+    return length, i
+
+
 def lz4_block_decompress(data, expected: int, where: str = "LZ4 block") -> bytes:
     """Decompress one LZ4 block (no frame) to exactly `expected` bytes.
 
@@ -385,16 +400,7 @@ def lz4_block_decompress(data, expected: int, where: str = "LZ4 block") -> bytes
     while i < n:
         token = src[i]
         i += 1
-        lit = token >> 4
-        if lit == 15:
-            while True:
-                if i >= n:
-                    raise FatbinError(f"{where}: LZ4 literal length runs past the end of the data")
-                b = src[i]
-                i += 1
-                lit += b
-                if b != 255:
-                    break
+        lit, i = _lz4_length(src, i, token >> 4, f"{where}: LZ4 literal length")
         if lit > n - i:
             raise FatbinError(f"{where}: LZ4 literals run past the end of the data")
         if len(out) + lit > expected:
@@ -409,16 +415,7 @@ def lz4_block_decompress(data, expected: int, where: str = "LZ4 block") -> bytes
         i += 2
         if dist == 0 or dist > len(out):
             raise FatbinError(f"{where}: LZ4 match offset {dist} is invalid at output position {len(out)}")
-        mlen = token & 15
-        if mlen == 15:
-            while True:
-                if i >= n:
-                    raise FatbinError(f"{where}: LZ4 match length runs past the end of the data")
-                b = src[i]
-                i += 1
-                mlen += b
-                if b != 255:
-                    break
+        mlen, i = _lz4_length(src, i, token & 15, f"{where}: LZ4 match length")
         mlen += 4
         if len(out) + mlen > expected:
             raise FatbinError(f"{where}: LZ4 data inflates past uncompressed_size {expected}")
