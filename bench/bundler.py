@@ -116,10 +116,20 @@ def main() -> int:
     os.makedirs(work, exist_ok=True)
     rows: list[tuple[str, float, float, float, float]] = []
 
-    def row(name: str, our_args: list[str], llvm_args: list[str], check: list[tuple[str, str]] = ()) -> None:
+    def fresh(cmd_args: list[str]) -> None:
+        """Both sides create their outputs anew (overwriting an existing file in place is much cheaper
+        than creating one on some file systems, and our outputs are always new files: temp + rename)."""
+        for a in cmd_args:
+            if a.startswith("-output="):
+                path = os.path.join(work, a[len("-output="):])
+                if os.path.exists(path):
+                    os.unlink(path)
         os.sync()  # no write-back of the previous step inside this one's timing
+
+    def row(name: str, our_args: list[str], llvm_args: list[str], check: list[tuple[str, str]] = ()) -> None:
+        fresh(llvm_args)
         lw, lm, _ = measure([llvm, *llvm_args], work, env)
-        os.sync()
+        fresh(our_args)
         ow, om, _ = measure([*ours, *our_args], work, env)
         for a, b in check:
             if not files_equal(os.path.join(work, a), os.path.join(work, b)):
