@@ -403,7 +403,11 @@ def compress_chunks(chunks: Iterable, uncompressed_size: int, out: BinaryIO, *, 
 
             if threads is None:
                 threads = -1 if uncompressed_size >= _MT_THRESHOLD else 0
-            cctx = zstandard.ZstdCompressor(level=level, threads=threads, write_content_size=True)
+            # LLVM's parameters (level, long-distance matching, content size in the frame), plus worker
+            # threads: a standard single frame, readable by LLVM 19's ZSTD_decompress.
+            params = zstandard.ZstdCompressionParameters.from_level(level, enable_ldm=True, threads=threads,
+                                                                    write_content_size=True)
+            cctx = zstandard.ZstdCompressor(compression_params=params)
             with cctx.stream_writer(counter, size=uncompressed_size, closefd=False,
                                     write_size=zstandard.COMPRESSION_RECOMMENDED_OUTPUT_SIZE) as w:
                 for chunk in chunks:
