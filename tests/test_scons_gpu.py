@@ -114,7 +114,7 @@ def test_cuda_clang_package_and_pinned_cuid(tmp_path):
     assert device_archs(cp) == {"sm_75": 1, "sm_80": 1}, cp.stdout
     out = run([need_tool("llvm-objdump-19"), "--offloading", p.root / "src/saxpy.o"]).stdout.decode()
     assert sorted(re.findall(r"arch\s+(\S+)", out)) == ["sm_75", "sm_80"]
-    assert set(re.findall(r"kind\s+(\S+)", out)) == {"cuda"}
+    assert set(re.findall(r"producer\s+(\S+)", out)) == {"cuda"}
     # The externalised static is named after the pinned CUID in host and device objects alike.
     host = run([need_tool("llvm-readelf-19"), "-sW", p.root / "src/saxpy.host.o"]).stdout.decode()
     dev = run([need_tool("llvm-readelf-19"), "-sW", p.root / "src/saxpy.sm_80.o"]).stdout.decode()

@@ -59,6 +59,15 @@ def clang_major(env) -> int:
     return major or 19
 
 
+def _scons_jobs():
+    """`scons -jN`'s N: how many device links clang-linker-wrapper may run at once."""
+    import SCons.Script
+    try:
+        return int(SCons.Script.GetOption("num_jobs") or 1)
+    except (AttributeError, TypeError, ValueError):
+        return 1
+
+
 def _clangxx(target, source, env, for_signature):
     clang = env.subst("$OFFLOAD_CLANG")
     return _toolchain.clang_companion(clang, "clang++") if clang else "clang++"
@@ -131,6 +140,12 @@ def _link_flags(target, source, env, for_signature):
     archs = env.get("_OFFLOAD_LINK_ARCHS") or []
     langs = set(env.get("_OFFLOAD_LINK_LANGS") or ())
     flags = ["-fopenmp"]
+    jobs = env.get("OFFLOAD_LINK_JOBS")
+    if callable(jobs):
+        jobs = jobs()
+    if jobs and int(jobs) > 1:
+        # Device links of the archs run in parallel in clang-linker-wrapper; not in signatures.
+        flags.append(f"$( -Wl,--wrapper-jobs={int(jobs)} $)")
     if archs:
         flags.append("--offload-arch=" + ",".join(archs))
     vendors = {_archs.vendor(a) for a in archs}
@@ -278,6 +293,7 @@ def set_defaults(env) -> None:
         "OFFLOAD_ROCM_DEVICE_LIB_PATH": ("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode"
                                          if os.path.isdir("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode") else ""),
         "OFFLOAD_CLANGXX": _clangxx,
+        "OFFLOAD_LINK_JOBS": _scons_jobs,
         "_OFFLOAD_CLANG_ID": _clang_id,
         "_OFFLOAD_NVCC_ID": _nvcc_id,
         "_OFFLOAD_LIBRARY_ID": _library_id,

@@ -99,11 +99,18 @@ def find_program(env, names: list[str]) -> str | None:
     return None
 
 
+_resolved: dict[tuple[str, str], str | None] = {}
+
+
 def resolve(env, program: str) -> str | None:
-    """Absolute path of a program name or path as the build would run it."""
+    """Absolute path of a program name or path as the build would run it (memoised per
+    (program, PATH): signatures ask for it once per node)."""
     if os.sep in program:
         return program if os.access(program, os.X_OK) else None
-    return env.WhereIs(program, path=search_path(env))
+    key = (program, str(env["ENV"].get("PATH", "")))
+    if key not in _resolved:
+        _resolved[key] = env.WhereIs(program, path=search_path(env))
+    return _resolved[key]
 
 
 def require(env, var: str, tool: str) -> str:
