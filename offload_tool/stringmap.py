@@ -178,7 +178,6 @@ def stringmap_hash(key: str | bytes) -> int:
     return xxh3_64(_key_bytes(key)) & 0xFFFFFFFF
 
 
-K = TypeVar("K")
 V = TypeVar("V")
 
 

@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from conftest import find_tool, need_tool, run, run_cli
+from conftest import find_tool, run, run_cli
 from offload_tool import bundler_api, ccob
 from offload_tool.errors import BundleError, OffloadError, UsageError
 
