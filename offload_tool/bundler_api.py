@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # ccob (hashlib, zlib) is imported only when a bundle is comp
     from .ccob import CompressionInfo
 
 __all__ = ["Bundle", "BundlerConfig", "bundle", "unbundle", "list_bundle_ids", "read_bundle", "write_bundle",
-           "bundler_config"]
+           "bundler_config", "plan_unbundle"]
 
 FILE_TYPES = ("i", "ii", "cui", "hipi", "d", "ll", "bc", "s", "o", "a", "gch", "ast")
 

@@ -23,7 +23,7 @@ from .errors import CompressionError, UsageError
 __all__ = [
     "CCOB_MAGIC", "CompressionInfo", "METHODS", "DEFAULT_LEVELS", "DEFAULT_MAX_UNCOMPRESSED_SIZE",
     "is_compressed", "read_header", "decompress", "compress", "compress_chunks", "truncated_md5",
-    "format_with_commas",
+    "format_with_commas", "decompress_deferred", "zstd_output_bound", "env_format_version",
 ]
 
 CCOB_MAGIC = b"CCOB"
