@@ -29,6 +29,7 @@ import struct
 from dataclasses import dataclass
 from typing import BinaryIO, Sequence
 
+from .bitcode import BC_MAGIC, BC_WRAPPER_MAGIC, BitcodeError, symbol_table_blobs
 from .errors import ArchiveError
 from .fileio import byte_view
 
@@ -157,7 +158,7 @@ def member_symbols(data) -> list[bytes] | None:
     head = bytes(data[:4])
     if head == b"\x7fELF" and len(data) >= 18:  # identify_magic needs e_type too
         return _elf_symbols(data)
-    if head == b"BC\xc0\xde" or head == b"\xde\xc0\x17\x0b":
+    if head in (BC_MAGIC, BC_WRAPPER_MAGIC):
         return _bitcode_symbols(data)
     return None
 
@@ -206,177 +207,25 @@ def _elf_symbols(data) -> list[bytes]:
     return out
 
 
-# --- LLVM bitcode: just enough of the bitstream to find the IR symbol table ------------------
+# --- LLVM bitcode: the module's IR symbol table ----------------------------------------------
 
-_BC_SYMTAB_BLOCK_ID = 25
-_BC_STRTAB_BLOCK_ID = 23
 # irsymtab::storage::Symbol::FlagBits
 _FB_UNDEFINED = 1 << 3
 _FB_GLOBAL = 1 << 10
 _FB_FORMAT_SPECIFIC = 1 << 11
 
 
-class _BitsError(Exception):
-    pass
-
-
-class _Bits:
-    """LLVM bitstream cursor (fields are little-endian bit sequences in 32-bit words)."""
-
-    def __init__(self, data: bytes, start_bit: int = 0, end_bit: int | None = None):
-        self.data = data
-        self.pos = start_bit
-        self.end = len(data) * 8 if end_bit is None else end_bit
-
-    def read(self, width: int) -> int:
-        if width == 0:
-            return 0
-        if self.pos + width > self.end:
-            raise _BitsError("past end")
-        byte = self.pos >> 3
-        nbytes = ((self.pos & 7) + width + 7) >> 3
-        chunk = int.from_bytes(self.data[byte:byte + nbytes], "little")
-        value = (chunk >> (self.pos & 7)) & ((1 << width) - 1)
-        self.pos += width
-        return value
-
-    def vbr(self, width: int) -> int:
-        if not 2 <= width <= 32:
-            raise _BitsError("bad vbr width")
-        value = shift = 0
-        hi = 1 << (width - 1)
-        while True:
-            piece = self.read(width)
-            value |= (piece & (hi - 1)) << shift
-            if not piece & hi:
-                return value
-            shift += width - 1
-            if shift > 64:
-                raise _BitsError("vbr too long")
-
-    def align32(self) -> None:
-        self.pos = (self.pos + 31) & ~31
-        if self.pos > self.end:
-            raise _BitsError("past end")
-
-
-def _bc_block_blob(bits: _Bits, abbrev_width: int) -> bytes | None:
-    """The first blob operand of a record in the current block (SYMTAB_BLOB / STRTAB_BLOB)."""
-    abbrevs: list[list[tuple]] = []
-    while True:
-        abbrev_id = bits.read(abbrev_width)
-        if abbrev_id == 0:  # END_BLOCK
-            return None
-        if abbrev_id == 1:  # ENTER_SUBBLOCK: skip it
-            bits.vbr(8)
-            bits.vbr(4)
-            bits.align32()
-            words = bits.read(32)
-            bits.pos += words * 32
-            if bits.pos > bits.end:
-                raise _BitsError("past end")
-            continue
-        if abbrev_id == 2:  # DEFINE_ABBREV
-            ops = []
-            n = bits.vbr(5)
-            if n > bits.end - bits.pos:
-                raise _BitsError("too many operands")
-            i = 0
-            while i < n:
-                if bits.read(1):
-                    ops.append(("lit", bits.vbr(8)))
-                else:
-                    enc = bits.read(3)
-                    if enc in (1, 2):
-                        width = bits.vbr(5)
-                        if width > 64:
-                            raise _BitsError("operand too wide")
-                        ops.append(("fixed" if enc == 1 else "vbr", width))
-                    elif enc in (3, 4, 5):
-                        ops.append(({3: "array", 4: "char6", 5: "blob"}[enc], 0))
-                    else:
-                        raise _BitsError("bad abbrev encoding")
-                i += 1
-            abbrevs.append(ops)
-            continue
-        if abbrev_id == 3:  # UNABBREV_RECORD
-            bits.vbr(6)
-            for _ in range(bits.vbr(6)):
-                bits.vbr(6)
-            continue
-        index = abbrev_id - 4
-        if index >= len(abbrevs):
-            raise _BitsError("unknown abbreviation")
-        ops = abbrevs[index]
-        i = 0
-        while i < len(ops):
-            kind, width = ops[i]
-            if kind == "lit":
-                pass
-            elif kind == "fixed":
-                bits.read(width)
-            elif kind == "vbr":
-                bits.vbr(width)
-            elif kind == "char6":
-                bits.read(6)
-            elif kind == "array":
-                count = bits.vbr(6)
-                if i + 1 >= len(ops):
-                    raise _BitsError("array without element type")
-                elt_kind, elt_width = ops[i + 1]
-                for _ in range(count):
-                    if elt_kind == "fixed":
-                        bits.read(elt_width)
-                    elif elt_kind == "vbr":
-                        bits.vbr(elt_width)
-                    elif elt_kind == "char6":
-                        bits.read(6)
-                    else:
-                        raise _BitsError("bad array element")
-                i += 1
-            elif kind == "blob":
-                length = bits.vbr(6)
-                bits.align32()
-                start = bits.pos >> 3
-                if bits.pos + length * 8 > bits.end:
-                    raise _BitsError("blob past end")
-                return bytes(bits.data[start:start + length])
-            i += 1
-
-
 def _bitcode_symbols(data) -> list[bytes] | None:
-    raw = bytes(data)
-    if raw[:4] == b"\xde\xc0\x17\x0b":  # bitcode wrapper header: magic, version, offset, size, cputype
-        if len(raw) < 20:
-            return None
-        off, size = struct.unpack_from("<II", raw, 8)
-        raw = raw[off:off + size]
-    if raw[:4] != b"BC\xc0\xde":
-        return None
-    symtab = strtab = None
+    """The defined global names of the module's `irsymtab`; None (no symbols, as if not an object)
+    when the member has no symbol table or is damaged."""
     try:
-        bits = _Bits(raw, 32)
-        while bits.pos + 2 <= bits.end and (symtab is None or strtab is None):
-            abbrev_id = bits.read(2)
-            if abbrev_id != 1:  # only blocks at the top level
-                break
-            block_id = bits.vbr(8)
-            width = bits.vbr(4)
-            bits.align32()
-            words = bits.read(32)
-            end = bits.pos + words * 32
-            if end > bits.end:
-                break
-            if block_id in (_BC_SYMTAB_BLOCK_ID, _BC_STRTAB_BLOCK_ID) and width:
-                blob = _bc_block_blob(_Bits(raw, bits.pos, end), width)
-                if block_id == _BC_SYMTAB_BLOCK_ID:
-                    symtab = blob
-                else:
-                    strtab = blob
-            bits.pos = end
-    except _BitsError:
+        blobs = symbol_table_blobs(data)
+    except BitcodeError:
         return None
-    if symtab is None or strtab is None or len(symtab) < 76:
+    if blobs is None:
+        return None
+    symtab, strtab = blobs
+    if len(symtab) < 76:
         return None
     # irsymtab::storage::Header: Version, Producer(Str), Modules, Comdats, Symbols(Range<Symbol>), ...
     sym_off, sym_count = struct.unpack_from("<II", symtab, 28)
