@@ -316,15 +316,16 @@ def bitcode_stream(buf, name: str) -> memoryview:
 
 def symbol_table_blobs(buf, name: str = "bitcode") -> tuple[bytes, bytes] | None:
     """(SYMTAB_BLOB, STRTAB_BLOB): the module's `irsymtab` and the string table its names point
-    into, from the first top-level SYMTAB_BLOCK and STRTAB_BLOCK; None when either is absent."""
+    into, from the first top-level SYMTAB_BLOCK and STRTAB_BLOCK (the last blob record in each, as
+    LLVM's `readBlobInRecord`, which also reads the block to its end); None when either is absent."""
     walker = _Walker(buf, name)
     blobs: dict[int, bytes] = {}
     for block_id, width in walker.top_level_blocks():
         if block_id not in (_SYMTAB_BLOCK_ID, _STRTAB_BLOCK_ID) or block_id in blobs:
             walker.skip_block()
             continue
-        for code, ops in walker.records(block_id, width, 1):
-            if code == _BLOB_RECORD and isinstance(ops, bytes) and block_id not in blobs:
+        for code, ops in walker.records(block_id, width, 1):  # the whole block, as LLVM's readBlobInRecord
+            if code == _BLOB_RECORD and isinstance(ops, bytes):
                 blobs[block_id] = ops
         if len(blobs) == 2:
             return blobs[_SYMTAB_BLOCK_ID], blobs[_STRTAB_BLOCK_ID]

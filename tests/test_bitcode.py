@@ -187,6 +187,9 @@ def _symtab_stream(symtab_body=None) -> bytes:
 def test_hand_built_stream_encodings():
     assert symbol_table_blobs(_symtab_stream(), "h.bc") == (b"SYMTAB-BYTES", b"names")
     assert embedded_objects(_symtab_stream(), "h.bc") == []  # no module block
+    # Two SYMTAB_BLOB records: the last one counts, as in LLVM's readBlobInRecord.
+    two = _symtab_stream(lambda w: (w.emit(4, 3), w.blob(b"first"), w.emit(4, 3), w.blob(b"second")))
+    assert symbol_table_blobs(two, "h.bc") == (b"second", b"names")
 
 
 def test_missing_block_gives_none():
