@@ -17,17 +17,13 @@ Two queries:
 
 from __future__ import annotations
 
-from .errors import OffloadError
+from .errors import BitcodeError
 
 __all__ = ["BitcodeError", "BC_MAGIC", "BC_WRAPPER_MAGIC", "bitcode_stream", "symbol_table_blobs",
            "embedded_objects"]
 
 BC_MAGIC = b"BC\xc0\xde"
 BC_WRAPPER_MAGIC = b"\xde\xc0\x17\x0b"  # wrapper header: magic, version, offset, size, cputype (u32 each)
-
-
-class BitcodeError(OffloadError):
-    """LLVM bitcode is malformed."""
 
 
 # Abbreviation IDs every block has, and DEFINE_ABBREV operand encodings (0 here means a literal).

@@ -36,6 +36,10 @@ class OffloadBinaryError(OffloadError):
     """An OffloadBinary (0x10FF10AD) package is malformed."""
 
 
+class BitcodeError(OffloadError):
+    """LLVM bitcode is malformed."""
+
+
 class FatbinError(OffloadError):
     """An NVIDIA fat binary (.nv_fatbin) is malformed."""
 
