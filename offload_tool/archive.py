@@ -265,10 +265,13 @@ def _field(value, width: int) -> bytes:
     return text.ljust(width, b" ")
 
 
+_DIRECT_WRITE_SIZE = 1 << 20
+_ZERO_DATE_UID_GID = b"0".ljust(12) + b"0".ljust(6) + b"0".ljust(6)  # deterministic: date, uid, gid 0
+
+
 def _member_header(name_field: bytes, size: int, mode: bytes = b"644") -> bytes:
     # ar_name(16) ar_date(12) ar_uid(6) ar_gid(6) ar_mode(8) ar_size(10) ar_fmag(2)
-    return (_field(name_field, 16) + _field(b"0", 12) + _field(b"0", 6) + _field(b"0", 6) + _field(mode, 8)
-            + _field(size, 10) + _FMAG)
+    return _field(name_field, 16) + _ZERO_DATE_UID_GID + _field(mode, 8) + _field(size, 10) + _FMAG
 
 
 def _sym64_threshold() -> int:
@@ -350,9 +353,21 @@ def write_archive(members: Sequence[tuple[str, object]], out: BinaryIO, *, symta
     if long_table:
         out.write(_field(b"//", 48) + _field(len(long_table), 10) + _FMAG)
         out.write(long_table)
+    # Small members are gathered into ~1 MiB writes (an archive of thousands of small device
+    # objects otherwise costs a write call per header, payload and pad byte); large payloads are
+    # written straight from their buffers, never copied.
+    pending = bytearray()
     for (name, data), field, n in zip(members, name_fields, member_sizes):
-        out.write(_member_header(field, n))
-        if n:
+        pending += _member_header(field, n)
+        if n >= _DIRECT_WRITE_SIZE:
+            out.write(pending)
+            pending.clear()
             out.write(data)
+        elif n:
+            pending += data
         if n & 1:
-            out.write(b"\n")
+            pending += b"\n"
+        if len(pending) >= _DIRECT_WRITE_SIZE:
+            out.write(pending)
+            pending.clear()
+    out.write(pending)
