@@ -81,6 +81,7 @@ def _inspect_archs(path) -> list[str]:
 
 
 def _bundle_ids(path) -> list[str]:
+    """Entry IDs as LLVM 19's own bundler lists them (standardised: `host-x86_64-unknown-linux--`)."""
     cp = run([need_tool("clang-offload-bundler-19"), "-list", "-type=o", f"-input={path}"])
     assert cp.returncode == 0, cp.stderr
     return sorted(cp.stdout.decode().split())
@@ -97,13 +98,13 @@ def test_hip_per_arch_graph_and_link(tmp_path, hip):
     assert device_archs(cp) == {"gfx90a": 1, "gfx1030": 1}, cp.stdout   # sm_80 is not a HIP arch
     assert (c["BUNDLE"], c["HOST"], c["LINK"]) == (1, 1, 1)
     assert _bundle_ids(p.root / "src/vadd.hipfb") == [
-        "hipv4-amdgcn-amd-amdhsa--gfx1030", "hipv4-amdgcn-amd-amdhsa--gfx90a", "host-x86_64-unknown-linux"]
+        "hipv4-amdgcn-amd-amdhsa--gfx1030", "hipv4-amdgcn-amd-amdhsa--gfx90a", "host-x86_64-unknown-linux--"]
     out = subprocess.run([str(p.root / "vadd")], capture_output=True, text=True, timeout=60, env=run_env())
     assert out.returncode == 0 and out.stdout in ("ok\n", "no device\n")
     assert p.up_to_date("archs=sm_80,gfx90a,gfx1030", f"hip={hip}")
     # Adding an arch: one device compile; the host object embeds the fat binary, so it re-runs.
-    cp = p.scons("archs=sm_80,gfx90a,gfx1030,gfx942", f"hip={hip}")
-    assert device_archs(cp) == {"gfx942": 1}, cp.stdout
+    cp = p.scons("archs=sm_80,gfx90a,gfx1030,gfx908", f"hip={hip}")
+    assert device_archs(cp) == {"gfx908": 1}, cp.stdout
     assert counts(cp)["HOST"] == 1
 
 
@@ -145,3 +146,38 @@ def test_cachedir_second_clone_takes_every_hip_node(tmp_path):
     assert counts(cp) == {}, cp.stdout
     assert cp.stdout.count("Retrieved") == 5, cp.stdout
     assert (b.root / "vadd").read_bytes() == (a.root / "vadd").read_bytes()
+
+
+BUNDLE_SCONSTRUCT = """
+env = Environment(tools=['default', 'offload'], OFFLOAD_CLANG='clang-19', OFFLOAD_ARCHS=['gfx90a'])
+dev = env.OffloadDeviceObject('src/vadd.hip', OFFLOAD_ARCH='gfx90a')
+host = env.OffloadHostObject('src/vadd.hip')
+targets = ['host-x86_64-unknown-linux-gnu', 'hipv4-amdgcn-amd-amdhsa--gfx90a']
+b = env.OffloadBundle('out/vadd.bundle.o', [host, dev], OFFLOAD_TARGETS=targets)
+env.OffloadUnbundle(b, OFFLOAD_TARGETS=targets)
+lib = env.OffloadArchive('out/vadd', b)
+env.OffloadUnbundleArchive(lib, OFFLOAD_TARGETS=['hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+'])
+"""
+
+
+def test_bundle_unbundle_and_archive_targets(tmp_path):
+    need_tool("clang-19")
+    p = Project(tmp_path / "b")
+    p.write("SConstruct", BUNDLE_SCONSTRUCT)
+    p.write("src/vadd.hip", HIP_SRC)
+    cp = p.scons()
+    c = counts(cp)
+    assert (c["BUNDLE"], c["UNBUNDLE"], c["AR"]) == (1, 2, 1), cp.stdout
+    # The bundle is what LLVM's bundler lists; unbundling gives back the inputs.
+    assert _bundle_ids(p.root / "out/vadd.bundle.o") == ["hipv4-amdgcn-amd-amdhsa--gfx90a",
+                                                         "host-x86_64-unknown-linux-gnu-"]
+    dev = (p.root / "src/vadd.gfx90a.co").read_bytes()
+    assert (p.root / "out/vadd.bundle-hipv4-amdgcn-amd-amdhsa--gfx90a.o").read_bytes() == dev
+    assert (p.root / "out/vadd.bundle-host-x86_64-unknown-linux-gnu.o").exists()
+    # One device-specific archive per requested target ID (gfx90a serves gfx90a:xnack+).
+    out = p.root / "out/libvadd-hipv4-amdgcn-amd-amdhsa--gfx90a_xnack+.a"
+    members = run([need_tool("llvm-ar-19"), "t", out]).stdout.decode().split()
+    assert len(members) == 1
+    assert p.up_to_date()
+    p.scons("-c")
+    assert not (p.root / "out").exists() or not any((p.root / "out").iterdir())

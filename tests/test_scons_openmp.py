@@ -227,6 +227,7 @@ STATICLIB_SCONSTRUCT = """
 env = Environment(tools=['default', 'offload'], OFFLOAD_ARCHS=['sm_75'], OFFLOAD_CLANG='clang-19')
 env.OffloadStaticLibrary('foo', ['lib/vsum.cpp'])
 env.OffloadArchive('bar', ['lib/vsum.cpp'])
+env.OffloadSharedLibrary('vsum', ['lib/vsum.cpp'])
 """
 
 VSUM = """
@@ -259,3 +260,34 @@ def test_static_library_links_with_plain_gxx(tmp_path):
     assert cp.returncode == 0, cp.stderr.decode()
     out = subprocess.run([str(p.root / "app")], capture_output=True, text=True, env=run_env())
     assert out.returncode == 0 and out.stdout == "4950\n"
+    # The shared library: position-independent host objects, device code linked in.
+    assert (p.root / "lib/vsum.host.os").exists()
+    cp = run([gxx, "app.cpp", "-L.", "-lvsum", "-Wl,-rpath,$ORIGIN", "-o", "app_so"], cwd=p.root)
+    assert cp.returncode == 0, cp.stderr.decode()
+    out = subprocess.run([str(p.root / "app_so")], capture_output=True, text=True, env=run_env())
+    assert out.returncode == 0 and out.stdout == "4950\n"
+
+
+MANIFEST_SCONSTRUCT = """
+env = Environment(tools=['default', 'offload'], OFFLOAD_ARCHS=['sm_75'], OFFLOAD_CLANG='clang-19')
+app = env.OffloadProgram('app', ['src/main.c', 'src/kern.cpp'])
+env.OffloadManifest('manifest.json', app + env.OffloadObject('src/kern.cpp'),
+                    OFFLOAD_REQUIRE=ARGUMENTS.get('require', 'sm_75').split(','))
+"""
+
+
+def test_manifest_and_required_archs(tmp_path):
+    need_tool("clang-19")
+    p = Project(tmp_path / "m")
+    p.write("SConstruct", MANIFEST_SCONSTRUCT)
+    p.write("src/main.c", MAIN_C)
+    p.write("src/kern.cpp", KERN_CPP)
+    cp = p.scons()
+    assert counts(cp)["MANIFEST"] == 1
+    images = json.loads((p.root / "manifest.json").read_text())
+    found = {(os.path.basename(i["path"]).split(":")[0], i["arch"]) for i in images}
+    assert found >= {("app", "sm_75"), ("kern.o", "sm_75")}, found
+    # A required arch that is missing fails the build and leaves no manifest.
+    cp = p.scons("require=sm_75,sm_80", check=False)
+    assert cp.returncode != 0 and "sm_80" in (cp.stdout + cp.stderr)
+    assert not (p.root / "manifest.json").exists()

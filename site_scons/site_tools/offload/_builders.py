@@ -148,6 +148,11 @@ def _link_flags(target, source, env, for_signature):
         flags.append(f"$( -Wl,--wrapper-jobs={int(jobs)} $)")
     if archs:
         flags.append("--offload-arch=" + ",".join(archs))
+    libdir = _llvm_libdir(env)
+    if libdir and os.path.isfile(os.path.join(libdir, "libomptarget.so")):
+        # libomptarget lives outside the default search path (Debian: /usr/lib/llvm-N/lib): record
+        # it, so programs run and consumers of a shared library link without extra flags.
+        flags.append(f"-Wl,-rpath,{libdir}")
     vendors = {_archs.vendor(a) for a in archs}
     if "nvidia" in vendors:
         bc = _nvptx_bc_path(target, source, env, for_signature)
