@@ -35,9 +35,18 @@ def search_path(env) -> list[str]:
     return dirs
 
 
+_LIB_DIRS: dict[str, str | None] = {}
+
+
 def llvm_lib_dir(clang: str) -> str | None:
     """The `lib` directory of the LLVM installation a clang binary belongs to (Debian layout
     `/usr/lib/llvm-N/bin/clang`), where the OpenMP device runtime lives."""
+    if clang not in _LIB_DIRS:
+        _LIB_DIRS[clang] = _llvm_lib_dir(clang)
+    return _LIB_DIRS[clang]
+
+
+def _llvm_lib_dir(clang: str) -> str | None:
     real = os.path.realpath(clang)
     lib = os.path.join(os.path.dirname(os.path.dirname(real)), "lib")
     return lib if os.path.isdir(lib) else None
@@ -136,6 +145,16 @@ def tool_identity(path: str | None) -> str:
     with the same toolchain agree."""
     if not path:
         return "none"
+    if path in _BY_PATH:          # one stat per binary per SCons run is enough
+        return _BY_PATH[path]
+    _BY_PATH[path] = _probe(path)
+    return _BY_PATH[path]
+
+
+_BY_PATH: dict[str, str] = {}
+
+
+def _probe(path: str) -> str:
     real = os.path.realpath(path)
     try:
         key = (real, os.stat(real).st_mtime)
