@@ -17,8 +17,8 @@ SITE_TOOLS = REPO / "site_scons" / "site_tools"
 LLVM19_LIB = "/usr/lib/llvm-19/lib"
 
 # One line per action, as the tool prints them by default.
-_ACTION_RE = re.compile(r"^(HOST|DEVICE|NVCC|HIPCC|BUNDLE|PACKAGE|EMBED|LINK|RELOCATABLE|AR|LDSCRIPT|UNBUNDLE|"
-                        r"MANIFEST)\b(.*)$")
+_ACTION_RE = re.compile(r"^(HOST|DEVICE|NVCC|BUNDLE|PACKAGE\+EMBED|PACKAGE|EMBED|LINK|RELOCATABLE|AR|LDSCRIPT|"
+                        r"UNBUNDLE|MANIFEST)\b(.*)$")
 
 
 def scons_env() -> dict:
@@ -76,7 +76,13 @@ def actions(cp: subprocess.CompletedProcess) -> list[tuple[str, str]]:
 
 
 def counts(cp: subprocess.CompletedProcess) -> collections.Counter:
-    return collections.Counter(kind for kind, _ in actions(cp))
+    """Actions per kind; OffloadObject's one `PACKAGE+EMBED` action counts as a PACKAGE and an EMBED
+    (it writes both targets)."""
+    c = collections.Counter()
+    for kind, _ in actions(cp):
+        for k in kind.split("+"):
+            c[k] += 1
+    return c
 
 
 def device_archs(cp: subprocess.CompletedProcess) -> collections.Counter:

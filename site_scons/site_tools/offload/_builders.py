@@ -123,6 +123,11 @@ def _llvm_version_flag(target, source, env, for_signature):
     return f"--llvm-version={min(max(clang_major(env), 19), 22)}"
 
 
+def _embed_images(target, source, env, for_signature):
+    """Images of a package+embed action: every source after the host object."""
+    return _images(target, source[1:], env, for_signature)
+
+
 def _images(target, source, env, for_signature):
     """One `--image=file=...,triple=...,arch=...,kind=...` per device object."""
     out = []
@@ -227,6 +232,7 @@ COMSTRS = {
     "OFFLOAD_HIPFBCOMSTR": "BUNDLE ${TARGET}",
     "OFFLOAD_PACKAGECOMSTR": "PACKAGE ${TARGET}",
     "OFFLOAD_EMBEDCOMSTR": "EMBED ${TARGET}",
+    "OFFLOAD_PACKAGEEMBEDCOMSTR": "PACKAGE+EMBED ${TARGETS[1]}",
     "OFFLOAD_LINKCOMSTR": "LINK ${TARGET}",
     "OFFLOAD_SHLINKCOMSTR": "LINK ${TARGET}",
     "OFFLOAD_RELOCCOMSTR": "RELOCATABLE ${TARGET}",
@@ -254,6 +260,8 @@ DEFAULTS = {
                         '$_OFFLOAD_INPUTFLAGS -output=$TARGET',
     "OFFLOAD_PACKAGECOM": f"{_PY} -m offload_tool.packager $_OFFLOAD_PACKAGERFLAGS -o $TARGET $_OFFLOAD_IMAGES",
     "OFFLOAD_EMBEDCOM": f"{_PY} -m offload_tool.embed ${{SOURCES[0]}} ${{SOURCES[1:]}} -o $TARGET",
+    "OFFLOAD_PACKAGEEMBEDCOM": f"$( $OFFLOAD_PYTHON {os.path.join(os.path.dirname(os.path.abspath(__file__)), '_package_embed.py')} $) "
+                               "${TARGETS[0]} ${TARGETS[1]} ${SOURCES[0]} $_OFFLOAD_PACKAGERFLAGS $_OFFLOAD_EMBED_IMAGES",
     "OFFLOAD_LINKCOM": "$OFFLOAD_CLANGXX -o $TARGET $_OFFLOAD_LINKFLAGS $OFFLOAD_LINKFLAGS $LINKFLAGS "
                        "$SOURCES $_LIBDIRFLAGS $_LIBFLAGS",
     "OFFLOAD_SHLINKCOM": "$OFFLOAD_CLANGXX -shared -o $TARGET $_OFFLOAD_LINKFLAGS $OFFLOAD_LINKFLAGS "
@@ -306,6 +314,7 @@ def set_defaults(env) -> None:
         "_OFFLOAD_PACKAGERFLAGS": _packager_flags,
         "_OFFLOAD_LLVMVERSIONFLAG": _llvm_version_flag,
         "_OFFLOAD_IMAGES": _images,
+        "_OFFLOAD_EMBED_IMAGES": _embed_images,
         "_OFFLOAD_LINKFLAGS": _link_flags,
         "_OFFLOAD_HIPFB_TARGETS": _hipfb_targets,
         "_OFFLOAD_COMPRESSFLAG": _compress_flag,
@@ -365,6 +374,8 @@ def hidden_builders() -> dict:
         "_OffloadHipfb": b(action=_action("OFFLOAD_HIPFBCOM", _LIBRARY_VARS)),
         "_OffloadPackage": b(action=_action("OFFLOAD_PACKAGECOM", _LIBRARY_VARS + ["_OFFLOAD_PACKAGERFLAGS"])),
         "_OffloadEmbed": b(action=_action("OFFLOAD_EMBEDCOM", _LIBRARY_VARS)),
+        "_OffloadPackageEmbed": b(action=_action("OFFLOAD_PACKAGEEMBEDCOM",
+                                                 _LIBRARY_VARS + ["_OFFLOAD_PACKAGERFLAGS"])),
         "_OffloadLink": b(action=_action("OFFLOAD_LINKCOM", _COMPILER_VARS),
                           target_scanner=SCons.Scanner.Prog.ProgramScanner()),
         "_OffloadShLink": b(action=_action("OFFLOAD_SHLINKCOM", _COMPILER_VARS),
@@ -650,9 +661,11 @@ def _offload_object(env, s, target, kw, pic=False):
             host = _host_object(env, s, None, kw, pic=pic)
             parts["host"] = host[0]
             if devices:
-                pkg = env._OffloadPackage(s.dir.File(_stem(s) + ".pkg"), list(devices.values()), **kw)
-                parts["package"] = pkg[0]
-                nodes = env._OffloadEmbed(fat, [host[0], pkg[0]], **kw)
+                # Package and fat object: two targets of one action (one Python process).
+                both = env._OffloadPackageEmbed([s.dir.File(_stem(s) + (".pic.pkg" if pic else ".pkg")), fat],
+                                                [host[0]] + list(devices.values()), **kw)
+                parts["package"] = both[0]
+                nodes = both[1:]
             else:
                 nodes = host
         for n in nodes:

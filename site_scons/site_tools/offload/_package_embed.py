@@ -1,0 +1,23 @@
+"""`python _package_embed.py PACKAGE FAT HOST [packager options]`: the packager CLI, then the embed
+CLI, in one process.
+
+OffloadObject's package and fat object are two targets of one action: one Python start-up per
+source instead of two (~0.15 s of CPU each, a tenth of a source's whole build with 4 archs)."""
+
+import sys
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 3:
+        sys.stderr.write("usage: _package_embed.py PACKAGE FAT HOST [packager options]\n")
+        return 1
+    package, fat, host, *options = argv
+    from offload_tool import embed, packager
+    rc = packager.main(["-o", package, *options])
+    if rc:
+        return rc
+    return embed.main([host, package, "-o", fat])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
