@@ -48,7 +48,8 @@ def test_object_graph_per_arch(mkenv):
     parts = fat[0].attributes.offload_parts
     assert parts["host"].get_path() == "src/a.host.o"
     assert {a: n.get_path() for a, n in parts["devices"].items()} == {
-        "sm_80": "src/a.sm_80.o", "gfx803": "src/a.gfx803.bc", "gfx906:sramecc+:xnack-": "src/a.gfx906_sramecc+_xnack-.bc"}
+        "sm_80": "src/a.sm_80.o", "gfx803": "src/a.gfx803.bc",
+        "gfx906:sramecc+:xnack-": "src/a.gfx906_sramecc+_xnack-.bc"}
     assert parts["package"].get_path() == "src/a.pkg"
     # CUDA sources get only NVIDIA archs, HIP sources only AMD archs.
     cu = env.OffloadObject("src/k.cu")[0].attributes.offload_parts

@@ -245,6 +245,7 @@ COMSTRS = {
 }
 
 _LAUNCH = "$( $OFFLOAD_LAUNCHER $)"
+_PACKAGE_EMBED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_package_embed.py")
 _PY = "$( $OFFLOAD_PYTHON $)"
 
 DEFAULTS = {
@@ -260,8 +261,8 @@ DEFAULTS = {
                         '$_OFFLOAD_INPUTFLAGS -output=$TARGET',
     "OFFLOAD_PACKAGECOM": f"{_PY} -m offload_tool.packager $_OFFLOAD_PACKAGERFLAGS -o $TARGET $_OFFLOAD_IMAGES",
     "OFFLOAD_EMBEDCOM": f"{_PY} -m offload_tool.embed ${{SOURCES[0]}} ${{SOURCES[1:]}} -o $TARGET",
-    "OFFLOAD_PACKAGEEMBEDCOM": f"$( $OFFLOAD_PYTHON {os.path.join(os.path.dirname(os.path.abspath(__file__)), '_package_embed.py')} $) "
-                               "${TARGETS[0]} ${TARGETS[1]} ${SOURCES[0]} $_OFFLOAD_PACKAGERFLAGS $_OFFLOAD_EMBED_IMAGES",
+    "OFFLOAD_PACKAGEEMBEDCOM": f"$( $OFFLOAD_PYTHON {_PACKAGE_EMBED} $) ${{TARGETS[0]}} ${{TARGETS[1]}} "
+                               "${SOURCES[0]} $_OFFLOAD_PACKAGERFLAGS $_OFFLOAD_EMBED_IMAGES",
     "OFFLOAD_LINKCOM": "$OFFLOAD_CLANGXX -o $TARGET $_OFFLOAD_LINKFLAGS $OFFLOAD_LINKFLAGS $LINKFLAGS "
                        "$SOURCES $_LIBDIRFLAGS $_LIBFLAGS",
     "OFFLOAD_SHLINKCOM": "$OFFLOAD_CLANGXX -shared -o $TARGET $_OFFLOAD_LINKFLAGS $OFFLOAD_LINKFLAGS "
@@ -278,8 +279,8 @@ DEFAULTS = {
     "OFFLOAD_UNBUNDLEARCHIVECOM": f"{_PY} -m offload_tool.bundler -unbundle -type=a -allow-missing-bundles "
                                   '-targets=$_OFFLOAD_BUNDLETARGETS -input=$SOURCE '
                                   '$_OFFLOAD_OUTPUTFLAGS $OFFLOAD_BUNDLERFLAGS',
-    "OFFLOAD_MANIFESTCOM": f"$_OFFLOAD_VERIFY_CMDS {_PY} -m offload_tool.cli inspect --json $_OFFLOAD_LLVMVERSIONFLAG $SOURCES "
-                           "> ${TARGET}.tmp && mv ${TARGET}.tmp $TARGET",
+    "OFFLOAD_MANIFESTCOM": f"$_OFFLOAD_VERIFY_CMDS {_PY} -m offload_tool.cli inspect --json "
+                           "$_OFFLOAD_LLVMVERSIONFLAG $SOURCES > ${TARGET}.tmp && mv ${TARGET}.tmp $TARGET",
 }
 
 
