@@ -182,3 +182,15 @@ def test_pip_one_liner_loads_the_tool(tmp_path):
     assert cp.returncode == 0, cp.stderr
     assert "BUILDER=a.o" in cp.stdout and "OFFLOAD_CLANG=clang-19" in cp.stdout
     assert str(REPO) not in cp.stdout
+
+
+def test_compress_and_launcher_reach_the_commands(mkenv):
+    need_tool("clang-19")
+    env = mkenv(OFFLOAD_ARCHS=["gfx90a"], OFFLOAD_COMPRESS=True, OFFLOAD_LAUNCHER="ccache")
+    parts = env.OffloadObject("src/v.hip")[0].attributes.offload_parts
+    assert b"-compress" in _sig(parts["package"])
+    dev = parts["devices"]["gfx90a"]
+    cmd = dev.get_executor().get_action_list()[0].genstring([dev], dev.sources, dev.get_build_env())
+    assert dev.get_build_env().subst(cmd, target=[dev], source=dev.sources).startswith("ccache clang-19 -x hip")
+    assert not _sig(mkenv(OFFLOAD_ARCHS=["gfx90a"]).OffloadObject("src/v.hip")[0]
+                    .attributes.offload_parts["package"]).count(b"-compress")
