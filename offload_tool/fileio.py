@@ -10,7 +10,6 @@ import contextlib
 import mmap
 import os
 import sys
-import tempfile
 from typing import BinaryIO, Iterator
 
 from .errors import OffloadError, OutputPathError
@@ -69,6 +68,21 @@ def read_input(path: str | os.PathLike) -> bytes:
         raise OffloadError(f"'{os.fspath(path)}': {exc.strerror or exc}") from None
 
 
+def _create_temp(directory: str, base: str, path: str) -> tuple[int, str]:
+    """`tempfile.mkstemp` (O_EXCL, mode 0600, random name), without importing `tempfile` and its
+    dependencies on every CLI start."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = os.path.join(directory, f".{base}.{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(tmp, flags, 0o600), tmp
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise OffloadError(f"'{path}': {exc.strerror or exc}") from None
+    raise OffloadError(f"'{path}': cannot create a temporary file in {directory}")
+
+
 @contextlib.contextmanager
 def atomic_output(path: str | os.PathLike, mode: int | None = None) -> Iterator[BinaryIO]:
     """Open a temporary file beside `path`; rename it over `path` only if the block succeeds.
@@ -80,10 +94,7 @@ def atomic_output(path: str | os.PathLike, mode: int | None = None) -> Iterator[
         sys.stdout.buffer.flush()
         return
     directory = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
-    except OSError as exc:
-        raise OffloadError(f"'{path}': {exc.strerror or exc}") from None
+    fd, tmp = _create_temp(directory, os.path.basename(path), path)
     try:
         with os.fdopen(fd, "wb") as f:
             yield f

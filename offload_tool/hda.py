@@ -172,6 +172,8 @@ def unbundle_archive(input_path, targets: list[str], output_paths: list[str], *,
         outputs: dict[str, list[tuple[str, object]]] = {}
         compatible_cache: dict[str, list[str]] = {}
         for m in members:
+            member_file = _llvm_filename(m.name)
+            stem, ext = llvm_stem(member_file), None
             for entry in _entries(m.data, decompress=True, where=m.name):
                 compatible = compatible_cache.get(entry.bundle_entry_id)
                 if compatible is None:
@@ -181,7 +183,12 @@ def unbundle_archive(input_path, targets: list[str], output_paths: list[str], *,
                     compatible_cache[entry.bundle_entry_id] = compatible
                 if not compatible:
                     continue
-                name = _safe_member_name(device_member_name(_llvm_filename(m.name), entry.bundle_entry_id))
+                device_ext = _device_extension(entry.bundle_entry_id)
+                if not device_ext and ext is None:
+                    ext = llvm_extension(member_file)
+                # `device_member_name`, with the member's stem and extension computed once.
+                name = _safe_member_name((stem + "-" + entry.bundle_entry_id + stem + (device_ext or ext))
+                                         .replace(":", "_"))
                 for t in compatible:
                     outputs.setdefault(t, []).append((name, entry.data))
         plan: dict[str, list] = {}

@@ -267,3 +267,25 @@ def test_system_archive_rewritten_like_llvm_ar(tmp_path):
     members = archive.read_archive(open(lib, "rb").read())
     assert len(members) > 10
     assert _write([(m.name, m.data) for m in members]) == ref.read_bytes()
+
+
+def test_file_output_matches_in_memory_output_with_short_writes(tmp_path, monkeypatch):
+    """Regular files are written with os.writev; short writes must resume where they stopped and give
+    the same bytes as the buffered path (BytesIO), odd sizes (pad bytes) and a >1024-buffer vector included."""
+    members = [(f"member-with-a-long-name-{i}.o", bytes([i % 251]) * (i % 37)) for i in range(700)]
+    expected = io.BytesIO()
+    archive.write_archive(members, expected, symtab=False)
+    real_writev = os.writev
+    calls = []
+
+    def short_writev(fd, buffers):
+        calls.append(len(buffers))
+        first = bytes(memoryview(buffers[0]).cast("B")[:5]) if buffers else b""
+        return real_writev(fd, [first]) if first else real_writev(fd, buffers)
+
+    monkeypatch.setattr(os, "writev", short_writev)
+    path = tmp_path / "out.a"
+    with open(path, "wb") as f:
+        archive.write_archive(members, f, symtab=False)
+    assert path.read_bytes() == expected.getvalue()
+    assert max(calls) == 1024  # batched by IOV_MAX
