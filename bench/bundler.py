@@ -7,7 +7,8 @@ compress (bundle -compress at the default level) and decompress (unbundle of tha
 an archive of --members bundled members with 4 targets each (`-type=a`). For each side it prints
 wall time and peak memory (max RSS of the child, from the kernel's rusage of that child via
 `os.wait4`, the per-child form of `getrusage(RUSAGE_CHILDREN)`), and the ratio ours/LLVM.
-Both sides run as subprocesses, so start-up costs count on both. Outputs are checked equal.
+Both sides run as subprocesses, so start-up costs count on both. Each row runs each side
+--repeat times (default 3), alternating, and prints the medians. Outputs are checked equal.
 
     python3 bench/bundler.py                 # 3 x 256 MiB, 1000 members (a few minutes on 2 cores)
     python3 bench/bundler.py --size-mib 32   # quicker
@@ -19,6 +20,7 @@ import argparse
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -95,6 +97,7 @@ def main() -> int:
     ap.add_argument("--size-mib", type=int, default=256, help="size of each of the 3 inputs (default 256)")
     ap.add_argument("--members", type=int, default=1000, help="archive members (default 1000)")
     ap.add_argument("--llvm", default="clang-offload-bundler-19")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each side per row; medians are printed (default 3)")
     ap.add_argument("--workdir", default=None, help="where to put the data (default: a temp dir, removed)")
     args = ap.parse_args()
 
@@ -127,10 +130,16 @@ def main() -> int:
         os.sync()  # no write-back of the previous step inside this one's timing
 
     def row(name: str, our_args: list[str], llvm_args: list[str], check: list[tuple[str, str]] = ()) -> None:
-        fresh(llvm_args)
-        lw, lm, _ = measure([llvm, *llvm_args], work, env)
-        fresh(our_args)
-        ow, om, _ = measure([*ours, *our_args], work, env)
+        # The machine's wall times vary a lot from run to run: each side runs --repeat times,
+        # alternating, and the median of each is reported.
+        samples: dict[str, list[tuple[float, float]]] = {"llvm": [], "ours": []}
+        for _ in range(args.repeat):
+            fresh(llvm_args)
+            samples["llvm"].append(measure([llvm, *llvm_args], work, env)[:2])
+            fresh(our_args)
+            samples["ours"].append(measure([*ours, *our_args], work, env)[:2])
+        lw, lm = (statistics.median(v) for v in zip(*samples["llvm"]))
+        ow, om = (statistics.median(v) for v in zip(*samples["ours"]))
         for a, b in check:
             if not files_equal(os.path.join(work, a), os.path.join(work, b)):
                 raise SystemExit(f"{name}: outputs differ: {a} vs {b}")
@@ -183,7 +192,7 @@ def main() -> int:
             shutil.rmtree(work, ignore_errors=True)
 
     print(f"\noffload-bundler (CLI subprocess) vs {os.path.basename(llvm)}; 3 x {args.size_mib} MiB inputs, "
-          f"archive of {args.members} members x 4 targets; {os.cpu_count()} CPUs")
+          f"archive of {args.members} members x 4 targets; {os.cpu_count()} CPUs; median of {args.repeat} runs each")
     print(f"{'operation':<18}{'ours s':>9}{'LLVM s':>9}{'ratio':>8}{'ours MiB':>10}{'LLVM MiB':>10}{'ratio':>8}")
     by_name = {r[0]: r for r in rows}
     if "compress" in by_name and "decompress" in by_name:

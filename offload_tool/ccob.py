@@ -412,8 +412,10 @@ def compress_chunks(chunks: Iterable, uncompressed_size: int, out: BinaryIO, *, 
                 # single-threaded frame while both cores still work.
                 cores = (os.cpu_count() or 1) if threads < 0 else threads
                 extra["job_size"] = max(_MT_THRESHOLD, min(64 << 20, uncompressed_size // (2 * cores)))
-            params = zstandard.ZstdCompressionParameters.from_level(level, enable_ldm=True, threads=threads,
-                                                                    write_content_size=True, **extra)
+            # The level itself, not `from_level`'s expansion: zstd then picks the parameters for the
+            # input size and, with long-distance matching, the 128 MiB window LLVM's ZSTD_compress2 gets.
+            params = zstandard.ZstdCompressionParameters(compression_level=level, enable_ldm=True, threads=threads,
+                                                         write_content_size=True, **extra)
             cctx = zstandard.ZstdCompressor(compression_params=params)
             with cctx.stream_writer(counter, size=uncompressed_size, closefd=False,
                                     write_size=zstandard.COMPRESSION_RECOMMENDED_OUTPUT_SIZE) as w:
