@@ -26,6 +26,8 @@ env = Environment(tools=['default', 'compilation_db', 'offload'],
                   OFFLOAD_HOSTFLAGS=['-O1', '$(', '-fmessage-length=' + ARGUMENTS.get('cols', '80'), '$)'])
 if ARGUMENTS.get('cache'):
     CacheDir(ARGUMENTS['cache'])
+if ARGUMENTS.get('badhost'):
+    env['OFFLOAD_HOSTCOM'] = 'echo not-an-object > $TARGET'
 if ARGUMENTS.get('compdb'):
     env.CompilationDatabase('compile_commands.json')
 env.OffloadProgram('app', ['src/main.c', 'src/kern.cpp'])
@@ -221,6 +223,21 @@ def test_errors(proj):
     assert cp.returncode != 0 and "error:" in cp.stderr and "kern.cpp" in cp.stderr
     assert not (proj.root / "src/kern.host.o").exists()
     assert not (proj.root / "src/kern.sm_75.o").exists()
+
+
+
+def test_package_embed_error_is_one_line_and_leaves_nothing(proj):
+    """Package + embed runs in the SCons process: a failure there is still one `error:` line, no
+    traceback, a failed build, and neither the package nor the fat object left behind."""
+    cp = proj.scons("-k", "badhost=1", check=False)
+    assert cp.returncode != 0
+    errors = [line for line in cp.stderr.splitlines() if "error:" in line]
+    assert errors and all(line.startswith("offload-embed: error:") for line in errors), cp.stderr
+    assert "Traceback" not in cp.stderr
+    for name in ("main", "kern"):
+        assert (proj.root / f"src/{name}.host.o").exists()
+        assert not (proj.root / f"src/{name}.o").exists() and not (proj.root / f"src/{name}.pkg").exists()
+    assert not (proj.root / "app").exists()
 
 
 STATICLIB_SCONSTRUCT = """
