@@ -74,7 +74,7 @@ env = Environment(tools=['default'], CC={clang!r}, LINK={clangxx!r},
 env.Program('app', Glob('src/*.c'))
 """
 
-ACTION_WORDS = ("HOST", "DEVICE", "PACKAGE", "EMBED", "PACKAGE+EMBED", "LINK", "CC")
+ACTION_WORDS = ("HOST", "DEVICE", "DEVICELINK", "PACKAGE", "EMBED", "PACKAGE+EMBED", "LINK", "CC")
 
 
 def generate(root: Path, n: int, sconstruct: str) -> None:

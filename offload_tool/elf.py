@@ -900,3 +900,52 @@ def _rewrite_addrsig(s: ElfSection, smap: dict[int, int]) -> bytes:
             out += _enc_uleb(smap[sym])
     return bytes(out)
 
+
+
+# ---------------------------------------------------------------------------------------------
+# An empty relocatable object
+# ---------------------------------------------------------------------------------------------
+
+def empty_relocatable_like(buf) -> bytes:
+    """An ELF relocatable object with no code or data (null symbol, an empty `.note.GNU-stack`), of the same class,
+    byte order, OS ABI, machine and flags as the ELF file `buf`: a carrier for an
+    `.llvm.offloading` section that the host linker accepts beside that file."""
+    view = byte_view(buf)
+    if not is_elf(view) or len(view) < 20:
+        raise ElfError("reference object is not an ELF file")
+    ei_class, ei_data = view[4], view[5]
+    if ei_class not in (ELFCLASS32, ELFCLASS64) or ei_data not in (ELFDATA2LSB, ELFDATA2MSB):
+        raise ElfError(f"reference object: unsupported ELF class {ei_class} / data encoding {ei_data} at offset 4")
+    end = "<" if ei_data == ELFDATA2LSB else ">"
+    wide = ei_class == ELFCLASS64
+    ehsize, shentsize, symsize = (64, 64, 24) if wide else (52, 40, 16)
+    if len(view) < ehsize:
+        raise ElfError(f"reference object: ELF header truncated ({len(view)} of {ehsize} bytes)")
+    e_machine = struct.unpack_from(end + "H", view, 18)[0]
+    e_flags = struct.unpack_from(end + "I", view, 48 if wide else 36)[0]
+    strtab = b"\0.symtab\0.strtab\0.note.GNU-stack\0"
+    align = 8 if wide else 4
+    sym_off = ehsize + len(strtab)
+    sym_off += -sym_off % align
+    shoff = sym_off + symsize
+    shoff += -shoff % align
+    ident = bytes(view[:4]) + bytes([ei_class, ei_data, 1, view[7], view[8]]) + b"\0" * 7
+    word = "Q" if wide else "I"
+    header = ident + struct.pack(end + f"HHI{word}{word}{word}IHHHHHH", ET_REL, e_machine, 1, 0, 0, shoff, e_flags,
+                                 ehsize, 0, 0, shentsize, 4, 1)
+
+    def shdr(name, sh_type, offset, size, link, info, addralign, entsize):
+        if wide:
+            return struct.pack(end + "IIQQQQIIQQ", name, sh_type, 0, 0, offset, size, link, info, addralign, entsize)
+        return struct.pack(end + "IIIIIIIIII", name, sh_type, 0, 0, offset, size, link, info, addralign, entsize)
+
+    out = bytearray(header)
+    out += strtab
+    out += b"\0" * (sym_off - len(out))
+    out += b"\0" * symsize  # the null symbol
+    out += b"\0" * (shoff - len(out))
+    out += shdr(0, SHT_NULL, 0, 0, 0, 0, 0, 0)
+    out += shdr(9, SHT_STRTAB, ehsize, len(strtab), 0, 0, 1, 0)           # .strtab (also section names)
+    out += shdr(1, SHT_SYMTAB, sym_off, symsize, 1, 1, align, symsize)    # .symtab
+    out += shdr(17, SHT_PROGBITS, shoff, 0, 0, 0, 1, 0)                 # .note.GNU-stack: no executable stack
+    return bytes(out)

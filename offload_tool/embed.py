@@ -54,8 +54,11 @@ def embed_offload_package(host_object, package, out: BinaryIO) -> None:
     elf.add_sections(host_object, [section], out)
 
 
-def embed_files(host_path: str, package_paths: list[str], output: str) -> None:
-    """Embed the concatenation of `package_paths` into the object at `host_path`; write `output` atomically."""
+def embed_files(host_path: str, package_paths: list[str], output: str, *, empty_host: bool = False) -> None:
+    """Embed the concatenation of `package_paths` into the object at `host_path`; write `output` atomically.
+
+    With `empty_host`, the packages go into an empty object shaped like `host_path` (same ELF
+    class, byte order and machine) instead: a carrier of device images with no host code."""
     if not package_paths:
         raise UsageError("no package given")
     with ExitStack() as stack:
@@ -63,15 +66,22 @@ def embed_files(host_path: str, package_paths: list[str], output: str) -> None:
         # One package (the usual case) is embedded straight from its mapping, without a copy.
         package = views[0] if len(views) == 1 else b"".join(views)
         host = stack.enter_context(open_input(host_path))
+        if empty_host:
+            from . import elf
+
+            host = elf.empty_relocatable_like(host)
         with atomic_output(output) as out:
             embed_offload_package(host, package, out)
 
 
-USAGE = """usage: {prog} HOST.o PACKAGE [PACKAGE...] -o OUT.o
+USAGE = """usage: {prog} [--empty-host] HOST.o PACKAGE [PACKAGE...] -o OUT.o
 
 Add PACKAGE (OffloadBinaries, e.g. from offload-packager -o) to the ELF relocatable object HOST.o
 as its .llvm.offloading section (SHT_LLVM_OFFLOADING, SHF_EXCLUDE, align 8) and write OUT.o.
 Several packages are concatenated in the order given.
+
+  --empty-host   put the packages in an empty object of HOST.o's ELF class and machine
+                 instead (a carrier of device images without host code)
 """
 
 
@@ -80,11 +90,15 @@ def main(argv: list[str] | None = None, prog: str = "offload-embed") -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         output = None
+        empty_host = False
         positional: list[str] = []
         i = 0
         while i < len(argv):
             a = argv[i]
             i += 1
+            if a == "--empty-host":
+                empty_host = True
+                continue
             if a in ("-h", "--help"):
                 sys.stdout.write(USAGE.format(prog=prog))
                 return 0
@@ -105,7 +119,7 @@ def main(argv: list[str] | None = None, prog: str = "offload-embed") -> int:
             raise UsageError("no output file given (-o OUT.o)")
         if len(positional) < 2:
             raise UsageError("expected a host object and at least one package")
-        embed_files(positional[0], positional[1:], output)
+        embed_files(positional[0], positional[1:], output, empty_host=empty_host)
         return 0
     except OffloadError as exc:
         msg = " ".join(str(exc).splitlines())

@@ -30,7 +30,8 @@ if ARGUMENTS.get('badhost'):
     env['OFFLOAD_HOSTCOM'] = 'echo not-an-object > $TARGET'
 if ARGUMENTS.get('compdb'):
     env.CompilationDatabase('compile_commands.json')
-env.OffloadProgram('app', ['src/main.c', 'src/kern.cpp'])
+env.OffloadProgram(ARGUMENTS.get('out', 'app'), ['src/main.c', 'src/kern.cpp'],
+                   OFFLOAD_SPLIT_DEVICE_LINK=ARGUMENTS.get('split', '1') == '1')
 """
 
 MAIN_C = """
@@ -78,23 +79,62 @@ def _offload_archs(path) -> list[str]:
 
 
 def test_full_null_edit_and_run(proj):
+    # Without AMD archs the program links the fat objects: one package+embed per source.
+    cp = proj.scons("archs=sm_75")
+    c = counts(cp)
+    assert (c["HOST"], c["DEVICE"], c["PACKAGE"], c["EMBED"], c["DEVICELINK"], c["LINK"]) == (2, 2, 2, 2, 0, 1)
+    assert _offload_archs(proj.root / "src/main.o") == ["sm_75"]
+    assert proj.up_to_date("archs=sm_75")
+    # With an AMD arch, its device link is a node of its own (DEVICELINK) and the program links
+    # the host objects plus one carrier of the device images (one PACKAGE+EMBED).
     cp = proj.scons("archs=sm_75,gfx90a")
     c = counts(cp)
-    assert (c["HOST"], c["DEVICE"], c["PACKAGE"], c["EMBED"], c["LINK"]) == (2, 4, 2, 2, 1), cp.stdout
-    assert device_archs(cp) == {"sm_75": 2, "gfx90a": 2}
-    assert _offload_archs(proj.root / "src/main.o") == ["gfx90a", "sm_75"]
+    assert (c["HOST"], c["DEVICE"], c["DEVICELINK"], c["PACKAGE"], c["EMBED"], c["LINK"]) == (0, 2, 1, 1, 1, 1), cp.stdout
+    assert device_archs(cp) == {"gfx90a": 2}
+    assert _offload_archs(proj.root / "app.offload.o") == ["gfx90a", "sm_75", "sm_75"]
+    assert _offload_archs(proj.root / "app") == ["gfx90a", "sm_75"]
     assert _run_app(proj) == "main 1.5 kern 4950\n"
     # Null build: nothing to do.
     assert proj.up_to_date("archs=sm_75,gfx90a")
-    # Editing one source reruns only its host/device compiles, its package/embed, and the link.
+    # Editing one source reruns only its host/device compiles, the device link of the AMD arch,
+    # the carrier and the link.
     src = proj.root / "src/kern.cpp"
     src.write_text(KERN_CPP.replace("s += i", "s += 2 * i"))
     cp = proj.scons("archs=sm_75,gfx90a")
     c = counts(cp)
-    assert (c["HOST"], c["DEVICE"], c["PACKAGE"], c["EMBED"], c["LINK"]) == (1, 2, 1, 1, 1), cp.stdout
+    assert (c["HOST"], c["DEVICE"], c["DEVICELINK"], c["PACKAGE"], c["EMBED"], c["LINK"]) == (1, 2, 1, 1, 1, 1), \
+        cp.stdout
     assert all("kern.cpp" in rest for kind, rest in
                [(k, r) for k, r in __import__("scons_helpers").actions(cp) if k in ("HOST", "DEVICE")])
     assert _run_app(proj) == "main 1.5 kern 9900\n"
+
+
+def test_split_device_link_gives_the_wrappers_program(proj):
+    """The AMD device link as a node of its own gives the same program as clang-linker-wrapper
+    linking all device code in the final link: same device images, byte for byte, in the same
+    order; adding an NVIDIA arch then re-runs no AMD device link, adding an AMD arch only its own."""
+    archs = "archs=sm_75,gfx90a,gfx1030"
+    proj.scons(archs)
+    cp = proj.scons(archs, "split=0", "out=app_std")
+    assert counts(cp)["DEVICELINK"] == 0 and counts(cp)["EMBED"] == 2
+    from offload_tool.extract import find_offload_images
+
+    split, std = ([(f.image.strings["arch"], bytes(f.image.image))
+                   for f in find_offload_images((proj.root / n).read_bytes(), n)] for n in ("app", "app_std"))
+    assert split == std
+    assert [arch for arch, _ in split] == ["sm_75", "gfx90a", "gfx1030"]
+    assert _run_app(proj) == "main 1.5 kern 4950\n"
+    cp = proj.scons("archs=sm_75,gfx90a,gfx1030,sm_80")
+    c = counts(cp)
+    assert (c["HOST"], c["DEVICELINK"], c["LINK"]) == (0, 0, 1) and device_archs(cp) == {"sm_80": 2}, cp.stdout
+    cp = proj.scons("archs=sm_75,gfx90a,gfx1030,sm_80,gfx906")
+    c = counts(cp)
+    assert (c["HOST"], c["DEVICELINK"], c["LINK"]) == (0, 1, 1) and "DEVICELINK gfx906" in cp.stdout, cp.stdout
+    # Removing archs compiles and device-links nothing.
+    cp = proj.scons(archs)
+    c = counts(cp)
+    assert (c["HOST"], c["DEVICE"], c["DEVICELINK"]) == (0, 0, 0), cp.stdout
+    assert _offload_archs(proj.root / "app") == ["gfx1030", "gfx90a", "sm_75"]
 
 
 def test_add_and_remove_arch(proj):

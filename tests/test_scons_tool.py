@@ -59,9 +59,39 @@ def test_object_graph_per_arch(mkenv):
     assert hip["package"].get_path() == "src/v.hipfb"
     # Calling again reuses the nodes (no "multiple ways to build").
     assert env.OffloadObject("src/a.c")[0] is fat[0]
+    # A target ID with features among the AMD archs: clang-linker-wrapper links all device code
+    # in the final link, from the fat objects.
     prog = env.OffloadProgram("app", ["src/a.c", "src/b.cpp"])
     assert _names(prog) == ["app"]
-    assert fat[0] in prog[0].sources
+    assert _names(prog[0].sources) == ["src/a.o", "src/b.o"] and fat[0] in prog[0].sources
+
+
+def test_split_device_link_graph(mkenv):
+    need_tool("clang-19")
+    env = mkenv(OFFLOAD_ARCHS=["sm_80", "fiji", "gfx906"])
+    prog = env.OffloadProgram("app", ["src/a.c", "src/b.cpp"])
+    # Plain AMD processors: the program links the host objects and a carrier of the device images,
+    # in which each AMD arch is linked by a DEVICELINK node of its own.
+    assert _names(prog[0].sources) == ["src/a.host.o", "src/b.host.o", "app.offload.o"]
+    carrier = prog[0].sources[2]
+    assert _names(carrier.sources) == ["src/a.sm_80.o", "src/b.sm_80.o", "app.gfx803.devlink.o",
+                                       "app.gfx906.devlink.o"]
+    assert _names(carrier.sources[2].sources) == ["src/a.gfx803.bc", "src/b.gfx803.bc"]
+    assert b"--offload-arch=gfx803" in _sig(carrier.sources[2])
+    # A -O in LINKFLAGS sets the device link's LTO level, as it sets the wrapper's.
+    prog = env.OffloadProgram("app_o3", ["src/a.c"], LINKFLAGS=["-O3"])
+    assert b" -O3 " in _sig(prog[0].sources[1].sources[1])
+    # Without the split (or with LIBS, whose device code a separate device link would not see),
+    # the fat objects are linked and clang-linker-wrapper links all device code.
+    for name, kw in (("app2", {"OFFLOAD_SPLIT_DEVICE_LINK": False}), ("app3", {"LIBS": ["m"]})):
+        prog = env.OffloadProgram(name, ["src/a.c", "src/b.cpp"], **kw)
+        assert _names(prog[0].sources) == ["src/a.o", "src/b.o"]
+    # A foreign object among the inputs: no split either.
+    prog = env.OffloadProgram("app5", ["src/a.c", env.File("other.o")])
+    assert _names(prog[0].sources) == ["src/a.o", "other.o"]
+    # NVIDIA archs only: nothing to split.
+    env = mkenv(OFFLOAD_ARCHS=["sm_80"])
+    assert _names(env.OffloadProgram("app4", ["src/a.c"])[0].sources) == ["src/a.o"]
 
 
 def test_each_device_compile_is_its_own_node(mkenv):

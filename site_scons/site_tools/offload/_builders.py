@@ -176,6 +176,14 @@ def _link_flags(target, source, env, for_signature):
     return " ".join(flags)
 
 
+def _link_opt_flag(target, source, env, for_signature):
+    """The last -O flag of the final link's `$LINKFLAGS` (it comes after `$OFFLOAD_LINKFLAGS` on
+    that command line): it sets the LTO level of the AMD device links split out of that link."""
+    flags = [str(f) for f in SCons.Util.flatten([env.get("LINKFLAGS") or []])]
+    opt = [f for f in flags if f.startswith("-O")]
+    return opt[-1] if opt else ""
+
+
 def _hipfb_targets(target, source, env, for_signature):
     return ",".join(["host-x86_64-unknown-linux"] +
                     [f"hipv4-amdgcn-amd-amdhsa--{s.attributes.offload_image['arch']}" for s in source])
@@ -235,6 +243,8 @@ COMSTRS = {
     "OFFLOAD_PACKAGECOMSTR": "PACKAGE ${TARGET}",
     "OFFLOAD_EMBEDCOMSTR": "EMBED ${TARGET}",
     "OFFLOAD_PACKAGEEMBEDCOMSTR": "PACKAGE+EMBED ${TARGETS[1]}",
+    "OFFLOAD_CARRIERCOMSTR": "PACKAGE+EMBED ${TARGETS[1]}",
+    "OFFLOAD_DEVICELINKCOMSTR": "DEVICELINK ${OFFLOAD_ARCH} ${TARGET}",
     "OFFLOAD_LINKCOMSTR": "LINK ${TARGET}",
     "OFFLOAD_SHLINKCOMSTR": "LINK ${TARGET}",
     "OFFLOAD_RELOCCOMSTR": "RELOCATABLE ${TARGET}",
@@ -248,6 +258,7 @@ COMSTRS = {
 
 _LAUNCH = "$( $OFFLOAD_LAUNCHER $)"
 _PACKAGE_EMBED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_package_embed.py")
+_DEVICE_LINK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_device_link.py")
 _PY = "$( $OFFLOAD_PYTHON $)"
 
 DEFAULTS = {
@@ -265,6 +276,12 @@ DEFAULTS = {
     "OFFLOAD_EMBEDCOM": f"{_PY} -m offload_tool.embed ${{SOURCES[0]}} ${{SOURCES[1:]}} -o $TARGET",
     "OFFLOAD_PACKAGEEMBEDCOM": f"$( $OFFLOAD_PYTHON {_PACKAGE_EMBED} $) ${{TARGETS[0]}} ${{TARGETS[1]}} "
                                "${SOURCES[0]} $_OFFLOAD_PACKAGERFLAGS $_OFFLOAD_EMBED_IMAGES",
+    "OFFLOAD_CARRIERCOM": f"$( $OFFLOAD_PYTHON {_PACKAGE_EMBED} $) --empty-host ${{TARGETS[0]}} ${{TARGETS[1]}} "
+                          "$_OFFLOAD_CARRIER_REF $_OFFLOAD_PACKAGERFLAGS $_OFFLOAD_IMAGES",
+    "OFFLOAD_DEVICELINKCOM": f"$( $OFFLOAD_PYTHON {_DEVICE_LINK} $) $TARGET $_OFFLOAD_CARRIER_REF $OFFLOAD_CLANGXX "
+                             "-fopenmp --offload-arch=$OFFLOAD_ARCH $_OFFLOAD_VENDORFLAGS "
+                             "-L$_OFFLOAD_LLVM_LIBDIR -lomptarget.devicertl $OFFLOAD_LINKFLAGS $_OFFLOAD_LINK_OPTFLAG "
+                             "-- $_OFFLOAD_IMAGES",
     "OFFLOAD_LINKCOM": "$OFFLOAD_CLANGXX -o $TARGET $_OFFLOAD_LINKFLAGS $OFFLOAD_LINKFLAGS $LINKFLAGS "
                        "$SOURCES $_LIBDIRFLAGS $_LIBFLAGS",
     "OFFLOAD_SHLINKCOM": "$OFFLOAD_CLANGXX -shared -o $TARGET $_OFFLOAD_LINKFLAGS $OFFLOAD_LINKFLAGS "
@@ -310,6 +327,7 @@ def set_defaults(env) -> None:
                                          if os.path.isdir("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode") else ""),
         "OFFLOAD_CLANGXX": _clangxx,
         "OFFLOAD_LINK_JOBS": _scons_jobs,
+        "OFFLOAD_SPLIT_DEVICE_LINK": True,
         "_OFFLOAD_CLANG_ID": _clang_id,
         "_OFFLOAD_NVCC_ID": _nvcc_id,
         "_OFFLOAD_LIBRARY_ID": _library_id,
@@ -319,6 +337,7 @@ def set_defaults(env) -> None:
         "_OFFLOAD_IMAGES": _images,
         "_OFFLOAD_EMBED_IMAGES": _embed_images,
         "_OFFLOAD_LINKFLAGS": _link_flags,
+        "_OFFLOAD_LINK_OPTFLAG": _link_opt_flag,
         "_OFFLOAD_HIPFB_TARGETS": _hipfb_targets,
         "_OFFLOAD_COMPRESSFLAG": _compress_flag,
         "_OFFLOAD_INPUTFLAGS": _input_flags,
@@ -409,6 +428,9 @@ def hidden_builders() -> dict:
         "_OffloadPackageEmbed": b(action=_PackageEmbedAction("$OFFLOAD_PACKAGEEMBEDCOM",
                                                              cmdstr="$OFFLOAD_PACKAGEEMBEDCOMSTR",
                                                              varlist=_LIBRARY_VARS + ["_OFFLOAD_PACKAGERFLAGS"])),
+        "_OffloadCarrier": b(action=_PackageEmbedAction("$OFFLOAD_CARRIERCOM", cmdstr="$OFFLOAD_CARRIERCOMSTR",
+                                                        varlist=_LIBRARY_VARS + ["_OFFLOAD_PACKAGERFLAGS"])),
+        "_OffloadDeviceLink": b(action=_action("OFFLOAD_DEVICELINKCOM", _COMPILER_VARS + _LIBRARY_VARS)),
         "_OffloadLink": b(action=_action("OFFLOAD_LINKCOM", _COMPILER_VARS),
                           target_scanner=SCons.Scanner.Prog.ProgramScanner()),
         "_OffloadShLink": b(action=_action("OFFLOAD_SHLINKCOM", _COMPILER_VARS),
@@ -744,18 +766,101 @@ def _link_overrides(env, objs, kw) -> dict:
 
 
 def OffloadProgram(env, target, source, **kw):
-    """Final link with the offload-aware driver (clang-linker-wrapper does the device link)."""
-    objs = _objects(env, source, kw)
+    """Final link with the offload-aware driver (clang-linker-wrapper does the device link; AMD
+    OpenMP device links are nodes of their own when that is safe, see `_split_link_inputs`)."""
     t = env.subst("$PROGPREFIX") + str(target) + env.subst("$PROGSUFFIX") if isinstance(target, str) else target
+    objs = _link_inputs(env, _node(env, t), source, kw)
     return env._OffloadLink(t, objs, **_link_overrides(env, objs, kw))
 
 
 def OffloadSharedLibrary(env, target, source, **kw):
     """A shared library (objects compiled position-independent, device code linked in)."""
-    objs = _objects(env, source, kw, pic=True)
     t = (env.subst("$SHLIBPREFIX") + str(target) + env.subst("$SHLIBSUFFIX")
          if isinstance(target, str) and not str(target).endswith(env.subst("$SHLIBSUFFIX")) else target)
+    objs = _link_inputs(env, _node(env, t), source, kw, pic=True)
     return env._OffloadShLink(t, objs, **_link_overrides(env, objs, kw))
+
+
+def _link_inputs(env, target, sources, kw, pic=False) -> list:
+    split = _split_link_inputs(env, target, _nodes(env, sources), kw, pic)
+    return split if split is not None else _objects(env, sources, kw, pic=pic)
+
+
+def _split_parts(env, n, kw, pic):
+    """(host object, {arch: device object}) of a source or OffloadObject whose device images the
+    linker wrapper links (OpenMP, CUDA with clang); "keep" for our objects whose device code is
+    already inside the host object (HIP's .hipfb, nvcc); None for anything else."""
+    if os.path.splitext(n.name)[1] in _archs.LANGUAGES:
+        lang = language_of(n)
+        senv = _settings(env, kw)
+        if lang == "openmp" or (lang == "cuda" and senv.subst("$OFFLOAD_CUDA_COMPILER") == "clang"):
+            host = _host_object(env, n, None, kw, pic=pic)[0]
+            return host, {a: _device_object(env, n, a, None, kw)[0] for a in archs_for(lang, _canonical(senv))}
+        return "keep"
+    parts = getattr(n.attributes, "offload_parts", None)
+    if not parts:
+        return None
+    lang = getattr(n.attributes, "offload_lang", "")
+    if lang in ("openmp", "cuda") and parts.get("devices") and parts.get("package") is not None \
+            and parts["package"].name.endswith(".pkg"):
+        return parts["host"], parts["devices"]
+    return "keep"
+
+
+def _split_link_inputs(env, target, nodes, kw, pic):
+    """The inputs of a final link whose AMD OpenMP device links are nodes of their own, or None
+    to let clang-linker-wrapper link all device code inside the final link.
+
+    The wrapper LTO-links every AMD arch's bitcode (with the device runtime) each time the program
+    links: ~25 s per arch at 100 sources, re-run when one source changes or one arch is added. Split,
+    each AMD arch is a `DEVICELINK` node (see `_device_link.py`) that only re-runs when its own device
+    objects change; the link takes the host objects plus one carrier object holding the NVIDIA images
+    and the linked AMD objects, and gives a byte-identical device image. Used only when every input
+    is the tool's own and no `LIBS` are linked (a library could carry device code that the separate
+    device link would not see); `OFFLOAD_SPLIT_DEVICE_LINK=False` turns it off."""
+    senv = _settings(env, kw)
+    if not senv.get("OFFLOAD_SPLIT_DEVICE_LINK") or senv.subst("$_LIBFLAGS").strip():
+        return None
+    items = []
+    for n in nodes:
+        parts = _split_parts(env, n, kw, pic)
+        if parts is None:
+            return None
+        items.append((n, parts))
+    archs = _canonical(senv)
+    amd = [a for a in archs if _archs.vendor(a) == "amd"
+           and any(p != "keep" and a in p[1] and p[1][a].name.endswith(".bc") for _, p in items)]
+    if not amd or any(":" in a for a in amd):
+        # Target IDs with features (gfx90a:xnack+) set LTO code generation options from image
+        # metadata; only plain processors are split, where equality with the wrapper is tested.
+        return None
+    split = [p for _, p in items if p != "keep"]
+    ref = split[0][0]
+    carrier_images = []
+    for a in archs:
+        if a in amd:
+            images = [devices[a] for _, devices in split if a in devices]
+            dl = env._OffloadDeviceLink(env.File(f"{target.get_path()}.{file_safe(a)}.devlink.o"), images,
+                                        OFFLOAD_ARCH=a, _OFFLOAD_LANG="openmp", _OFFLOAD_CARRIER_REF=ref.get_path(),
+                                        **kw)
+            env.Requires(dl, ref)
+            for d in dl:
+                d.attributes.offload_image = {"arch": a, "triple": _archs.triple(a), "kind": "openmp"}
+            carrier_images.extend(dl)
+        else:
+            carrier_images.extend(devices[a] for _, devices in split if a in devices)
+    stem = target.get_path()
+    carrier = env._OffloadCarrier([env.File(stem + ".offload.pkg"), env.File(stem + ".offload.o")], carrier_images,
+                                  _OFFLOAD_CARRIER_REF=ref.get_path(), **kw)
+    env.Requires(carrier, ref)
+    objs = []
+    for n, parts in items:
+        if parts == "keep":
+            objs.extend(_offload_object(env, n, None, kw, pic=pic)
+                        if os.path.splitext(n.name)[1] in _archs.LANGUAGES else [n])
+        else:
+            objs.append(parts[0])
+    return objs + [carrier[1]]
 
 
 def _libname(env, target) -> object:

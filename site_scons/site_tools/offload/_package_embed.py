@@ -1,23 +1,28 @@
-"""`python _package_embed.py PACKAGE FAT HOST [packager options]`: the packager CLI, then the embed
-CLI, in one process.
+"""`python _package_embed.py [--empty-host] PACKAGE FAT HOST [packager options]`: the packager CLI,
+then the embed CLI, in one process.
 
 OffloadObject's package and fat object are two targets of one action: one Python start-up per
-source instead of two (~0.15 s of CPU each, a tenth of a source's whole build with 4 archs)."""
+source instead of two (~0.15 s of CPU each, a tenth of a source's whole build with 4 archs), or
+none when the tool runs it inside SCons. With `--empty-host`, FAT is an empty object shaped like
+HOST that only carries the device images (the program-level carrier of a split device link)."""
 
 import os
 import sys
 
 
 def main(argv: list[str]) -> int:
+    empty_host = bool(argv) and argv[0] == "--empty-host"
+    if empty_host:
+        argv = argv[1:]
     if len(argv) < 3:
-        sys.stderr.write("usage: _package_embed.py PACKAGE FAT HOST [packager options]\n")
+        sys.stderr.write("usage: _package_embed.py [--empty-host] PACKAGE FAT HOST [packager options]\n")
         return 1
     package, fat, host, *options = argv
     from offload_tool import embed, packager
     rc = packager.main(["-o", package, *options])
     if rc:
         return rc
-    rc = embed.main([host, package, "-o", fat])
+    rc = embed.main((["--empty-host"] if empty_host else []) + [host, package, "-o", fat])
     if rc:
         # One action, two targets: a failed embed leaves neither (as a failed command leaves none).
         try:

@@ -1,0 +1,90 @@
+"""`python _device_link.py OUT REF CLANG [clang link flags] -- IMAGE...`: the device link of one
+AMD arch of a program, as its own build step.
+
+clang-linker-wrapper links AMD OpenMP device code (bitcode) with LTO inside the final link, for
+every arch, every time the program is linked: at 100 sources that is ~25 s per arch, so adding
+one arch or editing one source re-runs all of them. Here the LTO of one arch runs alone: the
+images (`--image=file=...,triple=...,arch=...,kind=...`) go into an empty carrier object shaped
+like REF, `CLANG -r -save-temps` links them with the device runtime (the wrapper's own LTO), and
+its optimized module (`r.o.<triple>.<arch>.postopt.bc`) is compiled to OUT by that LLVM's `llc`
+with the options of the wrapper's LTO code generator (CPU, opt level, PIC). Not the `.o` that
+-save-temps leaves: that one went through a textual `.s`, which changes the kernel descriptors'
+float modes on some processors (gfx1030). Given to the final link as that arch's only image, OUT
+is what the wrapper would have produced itself: the final link's ld.lld step gives a
+byte-identical device image (tests/test_scons_openmp.py checks this)."""
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+
+# The wrapper's inner clang (assembling the saved .s) warns about its own -O2; not the user's business.
+_NOISE = "argument unused during compilation: '-O2'"
+
+
+def _which(program: str) -> str:
+    return shutil.which(program) or program
+
+
+def _opt_level(flags: list[str]) -> str:
+    """The wrapper's `--opt-level` as clang derives it from the link's last -O flag (default 2)."""
+    level = "2"
+    for f in flags:
+        if f.startswith("-O"):
+            level = {"": "1", "0": "0", "1": "1", "2": "2", "3": "3", "4": "3", "fast": "3", "s": "2", "z": "2",
+                     "g": "1"}.get(f[2:], level)
+    return level
+
+
+def main(argv: list[str]) -> int:
+    if "--" not in argv or len(argv) < 4:
+        sys.stderr.write("usage: _device_link.py OUT REF CLANG [clang link flags] -- IMAGE...\n")
+        return 1
+    sep = argv.index("--")
+    (out, ref, clang, *flags), images = argv[:sep], argv[sep + 1:]
+    if not images:
+        sys.stderr.write("offload device link: no images\n")
+        return 1
+    from offload_tool import embed, packager
+
+    triples = {dict(kv.split("=", 1) for kv in i[len("--image="):].split(",") if "=" in kv).get("triple")
+               for i in images}
+    if len(triples) != 1 or None in triples:
+        sys.stderr.write(f"offload device link: images of one triple expected, got {sorted(map(str, triples))}\n")
+        return 1
+    triple = triples.pop()
+    work = os.path.join(os.path.dirname(os.path.abspath(out)), f".{os.path.basename(out)}.{os.getpid()}.d")
+    os.makedirs(work)
+    try:
+        rc = packager.main(["-o", os.path.join(work, "images.pkg"), *images])
+        if rc:
+            return rc
+        rc = embed.main(["--empty-host", ref, os.path.join(work, "images.pkg"), "-o", os.path.join(work, "carrier.o")])
+        if rc:
+            return rc
+        cp = subprocess.run([clang, *flags, "-r", "-save-temps", "-o", "r.o", "carrier.o"], cwd=work,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        text = "".join(line for line in cp.stdout.splitlines(keepends=True) if _NOISE not in line)
+        sys.stderr.write(text)
+        if cp.returncode:
+            return cp.returncode
+        found = glob.glob(os.path.join(glob.escape(work), f"r.o.{glob.escape(triple)}.*.postopt.bc"))
+        if len(found) != 1:
+            sys.stderr.write(f"offload device link: expected one linked {triple} module from {clang}, "
+                             f"found {len(found)}\n")
+            return 1
+        arch = os.path.basename(found[0])[len(f"r.o.{triple}."):-len(".postopt.bc")]
+        llc = os.path.join(os.path.dirname(os.path.realpath(_which(clang))), "llc")
+        cp = subprocess.run([llc, f"-O{_opt_level(flags)}", f"-mtriple={triple}", f"-mcpu={arch}", "-filetype=obj",
+                             "-relocation-model=pic", found[0], "-o", os.path.join(work, "linked.o")])
+        if cp.returncode:
+            return cp.returncode
+        os.replace(os.path.join(work, "linked.o"), out)
+        return 0
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
