@@ -841,7 +841,7 @@ def _split_link_inputs(env, target, nodes, kw, pic):
         if a in amd:
             images = [devices[a] for _, devices in split if a in devices]
             dl = env._OffloadDeviceLink(env.File(f"{target.get_path()}.{file_safe(a)}.devlink.o"), images,
-                                        OFFLOAD_ARCH=a, _OFFLOAD_LANG="openmp", _OFFLOAD_CARRIER_REF=ref.get_path(),
+                                        OFFLOAD_ARCH=a, _OFFLOAD_LANG="openmp", _OFFLOAD_CARRIER_REF=ref,
                                         **kw)
             env.Requires(dl, ref)
             for d in dl:
@@ -851,7 +851,7 @@ def _split_link_inputs(env, target, nodes, kw, pic):
             carrier_images.extend(devices[a] for _, devices in split if a in devices)
     stem = target.get_path()
     carrier = env._OffloadCarrier([env.File(stem + ".offload.pkg"), env.File(stem + ".offload.o")], carrier_images,
-                                  _OFFLOAD_CARRIER_REF=ref.get_path(), **kw)
+                                  _OFFLOAD_CARRIER_REF=ref, **kw)
     env.Requires(carrier, ref)
     objs = []
     for n, parts in items:
