@@ -152,3 +152,49 @@ def test_end_to_end_amdgcn(tmp_path):
         pytest.skip("ROCm device libraries not installed")
     flags = [f"--rocm-device-lib-path={ROCM_LIBS}"]
     _end_to_end(tmp_path, "gfx90a", "amdgcn-amd-amdhsa", flags, flags)
+
+
+def test_empty_host_carrier(host_object, tmp_path):
+    """`--empty-host`: the packages in an empty object of the host object's ELF class and machine,
+    which LLVM's tools read and the system linker links beside host code (no exec-stack warning)."""
+    objdump = need_tool("llvm-objdump-19")
+    (tmp_path / "p").write_bytes(_package())
+    res = run_cli("embed", "--empty-host", host_object, tmp_path / "p", "-o", tmp_path / "c.o")
+    assert res.returncode == 0, res.stderr
+    elf = ELFFile(io.BytesIO((tmp_path / "c.o").read_bytes()))
+    host = ELFFile(io.BytesIO(host_object.read_bytes()))
+    assert (elf["e_type"], elf["e_machine"], elf.elfclass) == ("ET_REL", host["e_machine"], host.elfclass)
+    assert sorted(s.name for s in elf.iter_sections()) == ["", ".llvm.offloading", ".note.GNU-stack", ".strtab",
+                                                           ".symtab"]
+    assert [s.name for s in elf.get_section_by_name(".symtab").iter_symbols()] == [""]
+    text = run([objdump, "--offloading", tmp_path / "c.o"]).stdout.decode()
+    assert "arch            sm_80" in text and "arch            gfx90a" in text
+    (tmp_path / "m.c").write_text("int main(void) { return 0; }\n")
+    gcc = need_tool("gcc")
+    res = run([gcc, "-Wl,--fatal-warnings", tmp_path / "m.c", tmp_path / "c.o", "-o", tmp_path / "m"])
+    assert res.returncode == 0, res.stderr.decode()
+    assert run([tmp_path / "m"]).returncode == 0
+
+
+@pytest.mark.parametrize("ei_class, ei_data, machine", [(1, 1, 3), (2, 2, 43), (1, 2, 20)])
+def test_empty_relocatable_like_other_elf_kinds(ei_class, ei_data, machine):
+    """32-bit and big-endian references (i386, SPARC V9, PowerPC) give objects pyelftools reads back
+    with the same class, byte order and machine; non-ELF references are an ElfError."""
+    import struct
+
+    from offload_tool import elf as elf_mod
+    from offload_tool.errors import ElfError
+
+    end = "<" if ei_data == 1 else ">"
+    size = 64 if ei_class == 2 else 52
+    ref = bytearray(size)
+    ref[:9] = b"\x7fELF" + bytes([ei_class, ei_data, 1, 0, 0])
+    struct.pack_into(end + "HH", ref, 16, 1, machine)
+    obj = ELFFile(io.BytesIO(elf_mod.empty_relocatable_like(bytes(ref))))
+    assert obj.elfclass == (64 if ei_class == 2 else 32) and obj.little_endian == (ei_data == 1)
+    assert obj["e_type"] == "ET_REL" and obj.header["e_machine"] in (machine, {3: "EM_386", 43: "EM_SPARCV9",
+                                                                                20: "EM_PPC"}[machine])
+    assert [s.name for s in obj.iter_sections()] == ["", ".strtab", ".symtab", ".note.GNU-stack"]
+    for bad in (b"", b"not elf", b"\x7fELF\x03\x01" + bytes(60), b"\x7fELF\x02\x01" + bytes(20)):
+        with pytest.raises(ElfError):
+            elf_mod.empty_relocatable_like(bad)
