@@ -250,6 +250,13 @@ def test_cachedir_second_clone_never_mixes(proj, tmp_path):
     proj.scons("-c", f"cache={cache}", "archs=sm_75", "--cache-disable")
     cp = proj.scons(f"cache={cache}", "archs=sm_75")
     assert cp.stdout.count("Retrieved") >= 9, cp.stdout
+    # With an AMD arch: the per-arch device link and the carrier are cached like the rest.
+    proj.scons(f"cache={cache}", "archs=sm_75,gfx90a")
+    proj.scons("-c", f"cache={cache}", "archs=sm_75,gfx90a", "--cache-disable")
+    cp = proj.scons(f"cache={cache}", "archs=sm_75,gfx90a")
+    assert "DEVICELINK" not in cp.stdout and "LINK" not in cp.stdout, cp.stdout
+    assert "app.gfx90a.devlink.o' from cache" in cp.stdout and "app.offload.o' from cache" in cp.stdout
+    assert _run_app(proj) == "main 1.5 kern 4950\n"
 
 
 def test_errors(proj):
