@@ -113,7 +113,7 @@ def test_split_device_link_gives_the_wrappers_program(proj):
     """The AMD device link as a node of its own gives the same program as clang-linker-wrapper
     linking all device code in the final link: same device images, byte for byte, in the same
     order; adding an NVIDIA arch then re-runs no AMD device link, adding an AMD arch only its own."""
-    archs = "archs=sm_75,gfx90a,gfx1030"
+    archs = "archs=sm_75,gfx90a,gfx1030,gfx906:xnack-"
     proj.scons(archs)
     cp = proj.scons(archs, "split=0", "out=app_std")
     assert counts(cp)["DEVICELINK"] == 0 and counts(cp)["EMBED"] == 2
@@ -122,7 +122,9 @@ def test_split_device_link_gives_the_wrappers_program(proj):
     split, std = ([(f.image.strings["arch"], bytes(f.image.image))
                    for f in find_offload_images((proj.root / n).read_bytes(), n)] for n in ("app", "app_std"))
     assert split == std
-    assert [arch for arch, _ in split] == ["sm_75", "gfx90a", "gfx1030"]
+    assert [arch for arch, _ in split] == ["sm_75", "gfx90a", "gfx906:xnack-", "gfx1030"]
+    archs = "archs=sm_75,gfx90a,gfx1030"
+    proj.scons(archs)
     assert _run_app(proj) == "main 1.5 kern 4950\n"
     cp = proj.scons("archs=sm_75,gfx90a,gfx1030,sm_80")
     c = counts(cp)

@@ -59,11 +59,10 @@ def test_object_graph_per_arch(mkenv):
     assert hip["package"].get_path() == "src/v.hipfb"
     # Calling again reuses the nodes (no "multiple ways to build").
     assert env.OffloadObject("src/a.c")[0] is fat[0]
-    # A target ID with features among the AMD archs: clang-linker-wrapper links all device code
-    # in the final link, from the fat objects.
+    # Target IDs with features are split like plain processors (file names with '_' for ':').
     prog = env.OffloadProgram("app", ["src/a.c", "src/b.cpp"])
     assert _names(prog) == ["app"]
-    assert _names(prog[0].sources) == ["src/a.o", "src/b.o"] and fat[0] in prog[0].sources
+    assert _names(prog[0].sources[-1].sources)[-1] == "app.gfx906_sramecc+_xnack-.devlink.o"
 
 
 def test_split_device_link_graph(mkenv):

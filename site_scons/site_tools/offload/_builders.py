@@ -830,9 +830,7 @@ def _split_link_inputs(env, target, nodes, kw, pic):
     archs = _canonical(senv)
     amd = [a for a in archs if _archs.vendor(a) == "amd"
            and any(p != "keep" and a in p[1] and p[1][a].name.endswith(".bc") for _, p in items)]
-    if not amd or any(":" in a for a in amd):
-        # Target IDs with features (gfx90a:xnack+) set LTO code generation options from image
-        # metadata; only plain processors are split, where equality with the wrapper is tested.
+    if not amd:
         return None
     split = [p for _, p in items if p != "keep"]
     ref = split[0][0]

@@ -46,7 +46,7 @@ def main(argv: list[str]) -> int:
     if not images:
         sys.stderr.write("offload device link: no images\n")
         return 1
-    from offload_tool import embed, packager
+    from offload_tool import embed, packager, target_id
 
     triples = {dict(kv.split("=", 1) for kv in i[len("--image="):].split(",") if "=" in kv).get("triple")
                for i in images}
@@ -75,9 +75,16 @@ def main(argv: list[str]) -> int:
                              f"found {len(found)}\n")
             return 1
         arch = os.path.basename(found[0])[len(f"r.o.{triple}."):-len(".postopt.bc")]
+        # A target ID (gfx906:xnack-) gives the processor; its features are already in the module's
+        # function attributes, and the wrapper's code generator adds none (an -mattr here changes
+        # instruction scheduling: the image then differs from the wrapper's and clang's own).
+        parsed = target_id.parse_target_id_format(arch)
+        if parsed is None:
+            sys.stderr.write(f"offload device link: '{arch}' is not a target ID\n")
+            return 1
         llc = os.path.join(os.path.dirname(os.path.realpath(_which(clang))), "llc")
-        cp = subprocess.run([llc, f"-O{_opt_level(flags)}", f"-mtriple={triple}", f"-mcpu={arch}", "-filetype=obj",
-                             "-relocation-model=pic", found[0], "-o", os.path.join(work, "linked.o")])
+        cp = subprocess.run([llc, f"-O{_opt_level(flags)}", f"-mtriple={triple}", f"-mcpu={parsed[0]}",
+                             "-filetype=obj", "-relocation-model=pic", found[0], "-o", os.path.join(work, "linked.o")])
         if cp.returncode:
             return cp.returncode
         os.replace(os.path.join(work, "linked.o"), out)
