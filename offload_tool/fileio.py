@@ -10,6 +10,7 @@ import contextlib
 import mmap
 import os
 import sys
+import threading
 from typing import BinaryIO, Iterator
 
 from .errors import OffloadError, OutputPathError
@@ -68,6 +69,27 @@ def read_input(path: str | os.PathLike) -> bytes:
         raise OffloadError(f"'{os.fspath(path)}': {exc.strerror or exc}") from None
 
 
+_UMASK_LOCK = threading.Lock()
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where the kernel says it (Linux
+    /proc/self/status): callers may run in threads of a build tool (SCons runs package + embed in
+    its own process), and setting the umask to 0 even briefly would leak into files and processes
+    other threads create meanwhile."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _UMASK_LOCK:
+        umask = os.umask(0o077)  # the safe side while it is briefly changed
+        os.umask(umask)
+    return umask
+
+
 def _create_temp(directory: str, base: str, path: str) -> tuple[int, str]:
     """`tempfile.mkstemp` (O_EXCL, mode 0600, random name), without importing `tempfile` and its
     dependencies on every CLI start."""
@@ -100,9 +122,7 @@ def atomic_output(path: str | os.PathLike, mode: int | None = None) -> Iterator[
             yield f
             f.flush()
         if mode is None:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
+            mode = 0o666 & ~current_umask()
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException as exc:
