@@ -80,6 +80,12 @@ def _llvm_libdir(env) -> str:
     return (_toolchain.llvm_lib_dir(path) or "") if path else ""
 
 
+def _has_llc(env) -> bool:
+    """`llc` beside the clang in use (Debian: package llvm-N), which the split device link runs."""
+    path = _clang_path(env)
+    return bool(path) and os.access(os.path.join(os.path.dirname(os.path.realpath(path)), "llc"), os.X_OK)
+
+
 _bc_dirs: dict[str, str] = {}
 
 
@@ -816,10 +822,11 @@ def _split_link_inputs(env, target, nodes, kw, pic):
     each AMD arch is a `DEVICELINK` node (see `_device_link.py`) that only re-runs when its own device
     objects change; the link takes the host objects plus one carrier object holding the NVIDIA images
     and the linked AMD objects, and gives a byte-identical device image. Used only when every input
-    is the tool's own and no `LIBS` are linked (a library could carry device code that the separate
-    device link would not see); `OFFLOAD_SPLIT_DEVICE_LINK=False` turns it off."""
+    is the tool's own, no `LIBS` are linked (a library could carry device code that the separate
+    device link would not see) and the clang has its `llc`; `OFFLOAD_SPLIT_DEVICE_LINK=False` turns
+    it off."""
     senv = _settings(env, kw)
-    if not senv.get("OFFLOAD_SPLIT_DEVICE_LINK") or senv.subst("$_LIBFLAGS").strip():
+    if not senv.get("OFFLOAD_SPLIT_DEVICE_LINK") or senv.subst("$_LIBFLAGS").strip() or not _has_llc(senv):
         return None
     items = []
     for n in nodes:

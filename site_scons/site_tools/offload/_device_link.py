@@ -83,6 +83,9 @@ def main(argv: list[str]) -> int:
             sys.stderr.write(f"offload device link: '{arch}' is not a target ID\n")
             return 1
         llc = os.path.join(os.path.dirname(os.path.realpath(_which(clang))), "llc")
+        if not os.access(llc, os.X_OK):
+            sys.stderr.write(f"offload device link: {llc} not found (Debian package llvm-N for clang-N)\n")
+            return 1
         cp = subprocess.run([llc, f"-O{_opt_level(flags)}", f"-mtriple={triple}", f"-mcpu={parsed[0]}",
                              "-filetype=obj", "-relocation-model=pic", found[0], "-o", os.path.join(work, "linked.o")])
         if cp.returncode:
