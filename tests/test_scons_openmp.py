@@ -334,6 +334,29 @@ def test_static_library_links_with_plain_gxx(tmp_path):
     assert out.returncode == 0 and out.stdout == "4950\n"
 
 
+
+def test_split_device_link_shared_library(tmp_path):
+    """OffloadSharedLibrary with an AMD arch: DEVICELINK + carrier, the same bytes as the wrapper's
+    link of the fat objects, and a plain g++ program links it and runs."""
+    need_tool("clang-19")
+    gxx = need_tool("g++")
+    p = Project(tmp_path / "shlib")
+    p.write("SConstruct", """
+env = Environment(tools=['default', 'offload'], OFFLOAD_ARCHS=['sm_75', 'gfx90a'], OFFLOAD_CLANG='clang-19')
+env.OffloadSharedLibrary('vsum', ['lib/vsum.cpp'])
+env.OffloadSharedLibrary('vsum_std', ['lib/vsum.cpp'], OFFLOAD_SPLIT_DEVICE_LINK=False)
+""")
+    p.write("lib/vsum.cpp", VSUM)
+    p.write("app.cpp", APP)
+    c = counts(p.scons())
+    assert (c["DEVICELINK"], c["LINK"]) == (1, 2)
+    assert (p.root / "libvsum.so").read_bytes() == (p.root / "libvsum_std.so").read_bytes()
+    cp = run([gxx, "app.cpp", "-L.", "-lvsum", "-Wl,-rpath,$ORIGIN", "-o", "app_so"], cwd=p.root)
+    assert cp.returncode == 0, cp.stderr.decode()
+    out = subprocess.run([str(p.root / "app_so")], capture_output=True, text=True, env=run_env())
+    assert out.returncode == 0 and out.stdout == "4950\n"
+
+
 MANIFEST_SCONSTRUCT = """
 env = Environment(tools=['default', 'offload'], OFFLOAD_ARCHS=['sm_75'], OFFLOAD_CLANG='clang-19')
 app = env.OffloadProgram('app', ['src/main.c', 'src/kern.cpp'])
