@@ -88,6 +88,10 @@ def test_split_device_link_graph(mkenv):
     # A foreign object among the inputs: no split either.
     prog = env.OffloadProgram("app5", ["src/a.c", env.File("other.o")])
     assert _names(prog[0].sources) == ["src/a.o", "other.o"]
+    # A link gets only the archs its languages were built for: a CUDA-only program does not
+    # change (re-link) when an AMD arch is added.
+    cuda = env.OffloadProgram("cuda_app", ["src/k.cu"])
+    assert b"--offload-arch=sm_80 " in _sig(cuda[0]) and b"gfx" not in _sig(cuda[0])
     # NVIDIA archs only: nothing to split.
     env = mkenv(OFFLOAD_ARCHS=["sm_80"])
     assert _names(env.OffloadProgram("app4", ["src/a.c"])[0].sources) == ["src/a.o"]

@@ -768,7 +768,12 @@ def _link_overrides(env, objs, kw) -> dict:
     senv = _settings(env, kw)
     _require_clang(senv)
     langs = sorted({getattr(o.attributes, "offload_lang", "") for o in objs} - {""})
-    return dict(kw, _OFFLOAD_LINK_ARCHS=_canonical(senv), _OFFLOAD_LINK_LANGS=langs)
+    archs = _canonical(senv)
+    if langs and all(getattr(o.attributes, "offload_lang", "") for o in objs):
+        # Only the archs the linked languages were built for: adding a gfx arch does not re-link a
+        # CUDA-only program (objects of unknown origin keep the whole list).
+        archs = [a for a in archs if any(a in archs_for(lang, [a]) for lang in langs)]
+    return dict(kw, _OFFLOAD_LINK_ARCHS=archs, _OFFLOAD_LINK_LANGS=langs)
 
 
 def OffloadProgram(env, target, source, **kw):
@@ -858,6 +863,7 @@ def _split_link_inputs(env, target, nodes, kw, pic):
     carrier = env._OffloadCarrier([env.File(stem + ".offload.pkg"), env.File(stem + ".offload.o")], carrier_images,
                                   _OFFLOAD_CARRIER_REF=ref, **kw)
     env.Requires(carrier, ref)
+    carrier[1].attributes.offload_lang = "openmp"  # it holds OpenMP AMD images (and whatever else)
     objs = []
     for n, parts in items:
         if parts == "keep":
