@@ -25,7 +25,7 @@ def mkenv(tmp_path, monkeypatch):
     """A fresh SCons environment with the offload tool in `tmp_path` (fresh node graph)."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "src").mkdir()
-    for name in ("a.c", "b.cpp", "k.cu", "v.hip"):
+    for name in ("a.c", "b.cpp", "c.c", "k.cu", "v.hip"):
         (tmp_path / "src" / name).write_text("int x;\n")
 
     def make(**kw):
@@ -85,6 +85,11 @@ def test_split_device_link_graph(mkenv):
     for name, kw in (("app2", {"OFFLOAD_SPLIT_DEVICE_LINK": False}), ("app3", {"LIBS": ["m"]})):
         prog = env.OffloadProgram(name, ["src/a.c", "src/b.cpp"], **kw)
         assert _names(prog[0].sources) == ["src/a.o", "src/b.o"]
+    # OffloadObjects built for other archs keep all their images in the carrier.
+    other = env.Clone(OFFLOAD_ARCHS=["sm_80", "gfx90a"]).OffloadObject("src/c.c")
+    prog = env.OffloadProgram("app6", ["src/a.c", other])
+    assert _names(prog[0].sources[-1].sources) == ["src/a.sm_80.o", "src/c.sm_80.o", "app6.gfx803.devlink.o",
+                                                   "app6.gfx906.devlink.o", "app6.gfx90a.devlink.o"]
     # A foreign object among the inputs: no split either.
     prog = env.OffloadProgram("app5", ["src/a.c", env.File("other.o")])
     assert _names(prog[0].sources) == ["src/a.o", "other.o"]

@@ -839,7 +839,10 @@ def _split_link_inputs(env, target, nodes, kw, pic):
         if parts is None:
             return None
         items.append((n, parts))
-    archs = _canonical(senv)
+    archs = list(_canonical(senv))
+    for _, p in items:  # objects built elsewhere may carry archs this environment does not list
+        if p != "keep":
+            archs.extend(a for a in p[1] if a not in archs)
     amd = [a for a in archs if _archs.vendor(a) == "amd"
            and any(p != "keep" and a in p[1] and p[1][a].name.endswith(".bc") for _, p in items)]
     if not amd:
