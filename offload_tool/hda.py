@@ -66,8 +66,12 @@ def llvm_extension(path: str) -> str:
 
 def device_member_name(member_name: str, bundle_entry_id: str) -> str:
     """The name LLVM 19 gives the extracted entry in the device-specific archive."""
-    stem = llvm_stem(member_name)
-    ext = _device_extension(bundle_entry_id) or llvm_extension(member_name)
+    return _device_member_name(llvm_stem(member_name), llvm_extension(member_name), bundle_entry_id)
+
+
+def _device_member_name(stem: str, member_extension: str, bundle_entry_id: str) -> str:
+    """`device_member_name` from the member's stem and extension (computed once per member)."""
+    ext = _device_extension(bundle_entry_id) or member_extension
     return (stem + "-" + bundle_entry_id + stem + ext).replace(":", "_")
 
 
@@ -173,7 +177,7 @@ def unbundle_archive(input_path, targets: list[str], output_paths: list[str], *,
         compatible_cache: dict[str, list[str]] = {}
         for m in members:
             member_file = _llvm_filename(m.name)
-            stem, ext = llvm_stem(member_file), None
+            stem, ext = llvm_stem(member_file), llvm_extension(member_file)
             for entry in _entries(m.data, decompress=True, where=m.name):
                 compatible = compatible_cache.get(entry.bundle_entry_id)
                 if compatible is None:
@@ -183,12 +187,7 @@ def unbundle_archive(input_path, targets: list[str], output_paths: list[str], *,
                     compatible_cache[entry.bundle_entry_id] = compatible
                 if not compatible:
                     continue
-                device_ext = _device_extension(entry.bundle_entry_id)
-                if not device_ext and ext is None:
-                    ext = llvm_extension(member_file)
-                # `device_member_name`, with the member's stem and extension computed once.
-                name = _safe_member_name((stem + "-" + entry.bundle_entry_id + stem + (device_ext or ext))
-                                         .replace(":", "_"))
+                name = _safe_member_name(_device_member_name(stem, ext, entry.bundle_entry_id))
                 for t in compatible:
                     outputs.setdefault(t, []).append((name, entry.data))
         plan: dict[str, list] = {}

@@ -681,21 +681,28 @@ def OffloadObject(env, source, target=None, **kw):
     return SCons.Util.NodeList(out)
 
 
+def _compiler_for(senv, lang: str) -> str:
+    """'clang', 'nvcc' or 'hipcc': what compiles a source of `lang` (validated)."""
+    if lang == "cuda":
+        compiler = senv.subst("$OFFLOAD_CUDA_COMPILER")
+        if compiler not in ("clang", "nvcc"):
+            raise SCons.Errors.UserError(f"offload: OFFLOAD_CUDA_COMPILER must be 'clang' or 'nvcc', not '{compiler}'")
+        return compiler
+    if lang == "hip":
+        compiler = senv.subst("$OFFLOAD_HIP_COMPILER")
+        if compiler not in ("clang", "hipcc"):
+            raise SCons.Errors.UserError(f"offload: OFFLOAD_HIP_COMPILER must be 'clang' or 'hipcc', not '{compiler}'")
+        return compiler
+    return "clang"
+
+
 def _offload_object(env, s, target, kw, pic=False):
     senv = _settings(env, kw)
     lang = language_of(s)
     archs = archs_for(lang, _canonical(senv))
     objsuffix = ".os" if pic else ".o"
     fat = _node(env, target) if target else s.dir.File(_stem(s) + objsuffix)
-    compiler = "clang"
-    if lang == "cuda":
-        compiler = senv.subst("$OFFLOAD_CUDA_COMPILER")
-        if compiler not in ("clang", "nvcc"):
-            raise SCons.Errors.UserError(f"offload: OFFLOAD_CUDA_COMPILER must be 'clang' or 'nvcc', not '{compiler}'")
-    elif lang == "hip":
-        compiler = senv.subst("$OFFLOAD_HIP_COMPILER")
-        if compiler not in ("clang", "hipcc"):
-            raise SCons.Errors.UserError(f"offload: OFFLOAD_HIP_COMPILER must be 'clang' or 'hipcc', not '{compiler}'")
+    compiler = _compiler_for(senv, lang)
 
     def make():
         if compiler == "nvcc":
@@ -722,7 +729,7 @@ def _offload_object(env, s, target, kw, pic=False):
             host = _host_object(env, s, None, kw, pic=pic)
             parts["host"] = host[0]
             if devices:
-                # Package and fat object: two targets of one action (one Python process).
+                # Package and fat object: two targets of one action (run inside SCons).
                 both = env._OffloadPackageEmbed([s.dir.File(_stem(s) + (".pic.pkg" if pic else ".pkg")), fat],
                                                 [host[0]] + list(devices.values()), **kw)
                 parts["package"] = both[0]
@@ -804,7 +811,7 @@ def _split_parts(env, n, kw, pic):
     if os.path.splitext(n.name)[1] in _archs.LANGUAGES:
         lang = language_of(n)
         senv = _settings(env, kw)
-        if lang == "openmp" or (lang == "cuda" and senv.subst("$OFFLOAD_CUDA_COMPILER") == "clang"):
+        if lang != "hip" and _compiler_for(senv, lang) == "clang":
             host = _host_object(env, n, None, kw, pic=pic)[0]
             return host, {a: _device_object(env, n, a, None, kw)[0] for a in archs_for(lang, _canonical(senv))}
         return "keep"
@@ -849,11 +856,12 @@ def _split_link_inputs(env, target, nodes, kw, pic):
         return None
     split = [p for _, p in items if p != "keep"]
     ref = split[0][0]
+    stem = target.get_path()
     carrier_images = []
     for a in archs:
         if a in amd:
             images = [devices[a] for _, devices in split if a in devices]
-            dl = env._OffloadDeviceLink(env.File(f"{target.get_path()}.{file_safe(a)}.devlink.o"), images,
+            dl = env._OffloadDeviceLink(env.File(f"{stem}.{file_safe(a)}.devlink.o"), images,
                                         OFFLOAD_ARCH=a, _OFFLOAD_LANG="openmp", _OFFLOAD_CARRIER_REF=ref,
                                         **kw)
             env.Requires(dl, ref)
@@ -862,7 +870,6 @@ def _split_link_inputs(env, target, nodes, kw, pic):
             carrier_images.extend(dl)
         else:
             carrier_images.extend(devices[a] for _, devices in split if a in devices)
-    stem = target.get_path()
     carrier = env._OffloadCarrier([env.File(stem + ".offload.pkg"), env.File(stem + ".offload.o")], carrier_images,
                                   _OFFLOAD_CARRIER_REF=ref, **kw)
     env.Requires(carrier, ref)

@@ -48,8 +48,8 @@ def main(argv: list[str]) -> int:
         return 1
     from offload_tool import embed, packager, target_id
 
-    triples = {dict(kv.split("=", 1) for kv in i[len("--image="):].split(",") if "=" in kv).get("triple")
-               for i in images}
+    parsed = [packager.parse_image_arguments(i[len("--image="):]) for i in images]
+    triples = {args["triple"] if "triple" in args else None for args in parsed}
     if len(triples) != 1 or None in triples:
         sys.stderr.write(f"offload device link: images of one triple expected, got {sorted(map(str, triples))}\n")
         return 1
