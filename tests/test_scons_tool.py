@@ -232,3 +232,22 @@ def test_compress_and_launcher_reach_the_commands(mkenv):
     assert dev.get_build_env().subst(cmd, target=[dev], source=dev.sources).startswith("ccache clang-19 -x hip")
     assert not _sig(mkenv(OFFLOAD_ARCHS=["gfx90a"]).OffloadObject("src/v.hip")[0]
                     .attributes.offload_parts["package"]).count(b"-compress")
+
+
+@pytest.mark.parametrize("clang, images, message", [
+    ("/no/such/clang", ["--image=file={obj},triple=amdgcn-amd-amdhsa,arch=gfx90a,kind=openmp"], "cannot run /no/such/clang"),
+    ("clang-19", ["--image=file={obj},triple=amdgcn-amd-amdhsa,arch=gfx90a,kind=openmp",
+                  "--image=file={obj},triple=nvptx64-nvidia-cuda,arch=sm_80,kind=openmp"], "images of one triple"),
+    ("clang-19", ["--image=file={tmp}/missing,triple=amdgcn-amd-amdhsa,arch=gfx90a,kind=openmp"], "error:"),
+])
+def test_device_link_helper_errors(tmp_path, clang, images, message):
+    """The DEVICELINK helper fails with one line and exit status 1, never a traceback, and leaves
+    neither its output nor its work directory behind."""
+    obj = tmp_path / "ref.o"
+    obj.write_bytes(__import__("offload_tool.elf", fromlist=["x"]).empty_relocatable_like(
+        b"\x7fELF\x02\x01\x01" + bytes(9) + b"\x01\x00\x3e\x00" + bytes(44)))
+    argv = [sys.executable, str(SITE_TOOLS / "offload" / "_device_link.py"), str(tmp_path / "out.o"), str(obj), clang,
+            "--", *[i.format(obj=obj, tmp=tmp_path) for i in images]]
+    cp = subprocess.run(argv, capture_output=True, text=True, env=scons_env())
+    assert cp.returncode == 1 and message in cp.stderr and "Traceback" not in cp.stderr, cp.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ref.o"]

@@ -63,8 +63,12 @@ def main(argv: list[str]) -> int:
         rc = embed.main(["--empty-host", ref, os.path.join(work, "images.pkg"), "-o", os.path.join(work, "carrier.o")])
         if rc:
             return rc
-        cp = subprocess.run([clang, *flags, "-r", "-save-temps", "-o", "r.o", "carrier.o"], cwd=work,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            cp = subprocess.run([clang, *flags, "-r", "-save-temps", "-o", "r.o", "carrier.o"], cwd=work,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        except OSError as exc:
+            sys.stderr.write(f"offload device link: cannot run {clang}: {exc.strerror or exc}\n")
+            return 1
         text = "".join(line for line in cp.stdout.splitlines(keepends=True) if _NOISE not in line)
         sys.stderr.write(text)
         if cp.returncode:
@@ -97,4 +101,9 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        status = main(sys.argv[1:])
+    except Exception as exc:  # one line, never a traceback
+        sys.stderr.write(f"offload device link: internal error: {type(exc).__name__}: {exc}\n")
+        status = 1
+    sys.exit(status)

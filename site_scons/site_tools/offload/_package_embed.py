@@ -33,4 +33,9 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        status = main(sys.argv[1:])
+    except Exception as exc:  # one line, never a traceback
+        sys.stderr.write(f"offload-packager: error: internal error: {type(exc).__name__}: {exc}\n")
+        status = 1
+    sys.exit(status)
