@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from conftest import find_tool, run, run_cli
+from conftest import oracle_crashed, find_tool, run, run_cli
 from offload_tool import bundler_api, ccob
 from offload_tool.errors import BundleError, OffloadError, UsageError
 
@@ -94,6 +94,8 @@ def test_errors_match_llvm(files, args, message):
     llvm = find_tool("clang-offload-bundler-19")
     if llvm:
         ref = run([llvm, *args], cwd=files)
+        if oracle_crashed(ref):  # LLVM 19 segfaults on some bad target IDs on some machines
+            return
         assert ref.returncode == 1
         assert ref.stderr.decode().splitlines()[-1].endswith(message)
 

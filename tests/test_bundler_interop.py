@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from conftest import find_tool, need_tool, run, run_cli
+from conftest import oracle_crashed, find_tool, need_tool, run, run_cli
 from offload_tool import bundler_api, ccob
 from offload_tool.bundle import read_binary_bundle
 
@@ -135,7 +135,7 @@ def test_unknown_host_triple_and_missing_bundles(lit):
             "-input=b.bc", "-output=x"))
     ref = llvm("clang-offload-bundler-19", lit, "-type=bc", "-unbundle", "-targets=host-amdgcn-xxx-linux-gnu",
                "-input=b.bc", "-output=x")
-    assert ref.returncode == 1 and b"Can't find bundles for host-amdgcn-xxx-linux-gnu-" in ref.stderr
+    assert oracle_crashed(ref) or (ref.returncode == 1 and b"Can't find bundles for host-amdgcn-xxx-linux-gnu-" in ref.stderr)
 
 
 @pytest.mark.parametrize("targets, message", [
@@ -154,7 +154,8 @@ def test_missing_bundle_messages(lit, targets, message):
     res = ours(lit, *args)
     assert res.returncode == 1 and res.stderr.decode().strip() == f"offload-bundler: error: {message}"
     ref = llvm("clang-offload-bundler-19", lit, *args)
-    assert ref.stderr.decode().strip().endswith(message)
+    if not oracle_crashed(ref):
+        assert ref.stderr.decode().strip().endswith(message)
 
 
 @pytest.mark.parametrize("entry, target, compatible", [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import need_tool, run
+from conftest import oracle_crashed, need_tool, run
 from offload_tool.triple import (KNOWN_ARCHS, is_compatible_with, is_valid_arch, normalize, parse_triple,
                                  split_triple4)
 
@@ -187,7 +187,12 @@ def test_normalize_matches_clang19(parts):
     proc = run([clang, "-print-target-triple", f"--target={raw}"])
     if proc.returncode != 0:
         return  # e.g. an OS version the driver rejects; normalize itself never fails
-    assert proc.stdout.decode().strip() == normalize(raw), raw
+    expected = normalize(raw)
+    if "-unknown-gnu" in raw or "-pc-gnu" in raw:
+        # The driver, not Triple::normalize, reads these historical GNU/Hurd spellings as OS hurd.
+        fields = expected.split("-")
+        expected = "-".join(fields[:2] + ["hurd"] + fields[3:])
+    assert proc.stdout.decode().strip() == expected, raw
 
 
 def test_valid_arch_matches_bundler19(tmp_path):
@@ -195,9 +200,14 @@ def test_valid_arch_matches_bundler19(tmp_path):
     bundler = need_tool("clang-offload-bundler-19")
     (tmp_path / "h").write_bytes(b"H")
     (tmp_path / "d").write_bytes(b"D")
-    for arch in ["le32", "aarch64eb", "armv8.10a", "thumbv3", "kalimba3", "AMDGCN", "spirv64v1.3", "bpf_foo"]:
+    valid = {"le32": True, "aarch64eb": False, "armv8.10a": True, "thumbv3": False, "kalimba3": True,
+             "AMDGCN": False, "spirv64v1.3": True, "bpf_foo": False}
+    for arch, expected in valid.items():
+        assert is_valid_arch(arch) == expected, arch
         proc = run([bundler, "-type=bc", f"-targets=host-x86_64-unknown-linux-gnu,openmp-{arch}",
                     f"-input={tmp_path / 'h'}", f"-input={tmp_path / 'd'}", f"-output={tmp_path / 'o'}"])
-        assert (proc.returncode == 0) == is_valid_arch(arch), (arch, proc.stderr)
+        if oracle_crashed(proc):
+            continue
+        assert (proc.returncode == 0) == expected, (arch, proc.stderr)
         if proc.returncode:
             assert b"unknown target triple" in proc.stderr
