@@ -28,6 +28,7 @@ from typing import BinaryIO, Callable
 
 from .errors import ElfError
 from .fileio import byte_view
+from .magic import ELF_MAGIC, FileKind, identify
 
 __all__ = [
     "SHT_NULL", "SHT_PROGBITS", "SHT_SYMTAB", "SHT_STRTAB", "SHT_RELA", "SHT_NOBITS", "SHT_REL",
@@ -36,7 +37,6 @@ __all__ = [
     "is_elf", "elf_type", "read_sections", "add_sections", "remove_sections",
 ]
 
-ELF_MAGIC = b"\x7fELF"
 ELFCLASS32, ELFCLASS64 = 1, 2
 ELFDATA2LSB, ELFDATA2MSB = 1, 2
 ET_NONE, ET_REL, ET_EXEC, ET_DYN, ET_CORE = 0, 1, 2, 3, 4
@@ -209,7 +209,7 @@ _ET_NAMES = {ET_NONE: "ET_NONE", ET_REL: "ET_REL", ET_EXEC: "ET_EXEC", ET_DYN: "
 
 def is_elf(buf) -> bool:
     """True if `buf` starts with the ELF magic (what LLVM's identify_magic checks)."""
-    return len(buf) >= 4 and bytes(buf[:4]) == ELF_MAGIC
+    return identify(buf) is FileKind.ELF
 
 
 def elf_type(buf) -> ElfType:

@@ -14,11 +14,10 @@ from typing import BinaryIO
 
 from .errors import ElfError, OffloadBinaryError, OffloadError, UsageError
 from .fileio import atomic_output, open_input
-from .offload_binary import read_offload_binaries
+from .offload_binary import OFFLOADING_SECTION, read_offload_binaries
 
 __all__ = ["embed_offload_package", "embed_files", "main", "OFFLOADING_SECTION", "SECTION_ALIGN"]
 
-OFFLOADING_SECTION = ".llvm.offloading"
 SECTION_ALIGN = 8
 
 

@@ -35,6 +35,7 @@ from functools import lru_cache
 from .archive import read_archive, write_archive
 from .errors import BundleError, CompressionError, UsageError
 from .fileio import atomic_output, open_input, sanitize_name
+from .magic import FileKind, bundle_handler, identify
 
 __all__ = ["unbundle_archive", "archive_member_entries", "device_member_name", "llvm_stem", "llvm_extension"]
 
@@ -118,18 +119,16 @@ def _stringmap_order(entries: list) -> list:
 def _entries(data, *, decompress: bool, where: str) -> list:
     """Bundle entries of one member in the order LLVM's handler yields them."""
     from .bundle import read_binary_bundle
-    from .objbundle import is_object_file, read_object_bundle
+    from .objbundle import read_object_bundle
 
-    if decompress:
+    if decompress and identify(data) is FileKind.COMPRESSED_BUNDLE:
         from .ccob import decompress as ccob_decompress
-        from .ccob import is_compressed
 
-        if is_compressed(data):
-            try:
-                data = memoryview(ccob_decompress(data)[0])
-            except CompressionError as exc:
-                raise CompressionError(f"Failed to decompress code object: {exc} ({where})") from None
-    if is_object_file(data):
+        try:
+            data = memoryview(ccob_decompress(data)[0])
+        except CompressionError as exc:
+            raise CompressionError(f"Failed to decompress code object: {exc} ({where})") from None
+    if bundle_handler("a", data) == "object":
         return read_object_bundle(data)
     return _stringmap_order(read_binary_bundle(data))
 
@@ -143,11 +142,11 @@ def _check_archive(members, archive_path: str) -> None:
     """`CheckHeterogeneousArchive`: per member, the target-ID conflict rule on its entry IDs."""
     from .bundle import read_binary_bundle
     from .bundle_id import archive_conflict
-    from .objbundle import is_object_file, object_bundle_ids
+    from .objbundle import object_bundle_ids
 
     for m in members:
         # Not decompressed: LLVM checks the member as stored.
-        if is_object_file(m.data):
+        if bundle_handler("a", m.data) == "object":
             ids = object_bundle_ids(m.data)
         else:
             ids = [e.bundle_entry_id for e in read_binary_bundle(m.data)]

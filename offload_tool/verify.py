@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 
 from .errors import ElfError, OffloadError, UsageError
 from .inspector import DeviceImage, inspect_buffer, with_file_name
+from .magic import FileKind, identify
 
 __all__ = ["VerifyResult", "HostEntry", "verify_buffer", "verify_file", "host_offload_entries",
            "device_symbol_names", "image_has_symbol", "arch_satisfied", "OMP_ENTRY_PREFIX", "ENTRY_SECTIONS"]
@@ -328,10 +329,10 @@ def image_has_symbol(image, name: str, symbols: set[str] | None = None) -> bool:
 
 def _host_objects(buf, name: str, depth: int = 0):
     """(path, buffer) of every ELF host file: the file itself, or each archive member."""
-    head = bytes(buf[:8])
-    if head[:4] == b"\x7fELF":
+    kind = identify(buf)
+    if kind is FileKind.ELF:
         yield name, buf
-    elif head == b"!<arch>\n" and depth < 8:
+    elif kind is FileKind.ARCHIVE and depth < 8:
         from .archive import read_archive
         for m in read_archive(buf):
             yield from _host_objects(m.data, f"{name}({m.name})", depth + 1)
