@@ -32,42 +32,18 @@ import os
 import re
 from functools import lru_cache
 
+from . import llvm_path
 from .archive import read_archive, write_archive
 from .errors import BundleError, CompressionError, UsageError
 from .fileio import atomic_output, open_input, sanitize_name
 from .magic import FileKind, bundle_handler, identify
 
-__all__ = ["unbundle_archive", "archive_member_entries", "device_member_name", "llvm_stem", "llvm_extension"]
-
-
-def _llvm_filename(path: str) -> str:
-    """`llvm::sys::path::filename` (POSIX style): the last component; "." for a trailing '/'."""
-    if path.endswith("/"):
-        return "." if path.strip("/") else "/"
-    return path.rsplit("/", 1)[-1]
-
-
-def llvm_stem(path: str) -> str:
-    """`llvm::sys::path::stem`: the file name without its last extension (".bashrc" -> "")."""
-    name = _llvm_filename(path)
-    if name in (".", ".."):
-        return name
-    dot = name.rfind(".")
-    return name if dot < 0 else name[:dot]
-
-
-def llvm_extension(path: str) -> str:
-    """`llvm::sys::path::extension`: the last extension with its dot ("" for none, "." and "..")."""
-    name = _llvm_filename(path)
-    if name in (".", ".."):
-        return ""
-    dot = name.rfind(".")
-    return "" if dot < 0 else name[dot:]
+__all__ = ["unbundle_archive", "archive_member_entries", "device_member_name"]
 
 
 def device_member_name(member_name: str, bundle_entry_id: str) -> str:
     """The name LLVM 19 gives the extracted entry in the device-specific archive."""
-    return _device_member_name(llvm_stem(member_name), llvm_extension(member_name), bundle_entry_id)
+    return _device_member_name(llvm_path.stem(member_name), llvm_path.extension(member_name), bundle_entry_id)
 
 
 def _device_member_name(stem: str, member_extension: str, bundle_entry_id: str) -> str:
@@ -175,8 +151,8 @@ def unbundle_archive(input_path, targets: list[str], output_paths: list[str], *,
         outputs: dict[str, list[tuple[str, object]]] = {}
         compatible_cache: dict[str, list[str]] = {}
         for m in members:
-            member_file = _llvm_filename(m.name)
-            stem, ext = llvm_stem(member_file), llvm_extension(member_file)
+            member_file = llvm_path.filename(m.name)
+            stem, ext = llvm_path.stem(member_file), llvm_path.extension(member_file)
             for entry in _entries(m.data, decompress=True, where=m.name):
                 compatible = compatible_cache.get(entry.bundle_entry_id)
                 if compatible is None:

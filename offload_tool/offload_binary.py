@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, Mapping
 
 from .errors import OffloadBinaryError
+from . import llvm_path
 from .fileio import byte_view
 from .layout import Layout
 from .magic import OFFLOAD_BINARY_MAGIC, FileKind, identify
@@ -114,12 +115,9 @@ def image_kind_from_content(buf) -> int | None:
 
 
 def llvm_path_extension(path: str) -> str:
-    """`llvm::sys::path::extension(path)` without its dot (".o" -> "o", "a.b.c" -> "c")."""
-    name = path.rsplit("/", 1)[-1]
-    if name in (".", ".."):
-        return ""
-    pos = name.rfind(".")
-    return "" if pos < 0 else name[pos + 1:]
+    """`llvm::sys::path::extension(path)` without its dot (".o" -> "o", "a.b.c" -> "c"): the
+    packager's image kind by file name."""
+    return llvm_path.extension(path)[1:]
 
 
 def image_kind_for_file(path: str, content) -> int:

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import need_tool, run
-from offload_tool import archive, elf, hda, objbundle
+from offload_tool import archive, elf, hda, llvm_path, objbundle
 from offload_tool.bundle import BundleEntry, write_binary_bundle
 from offload_tool.errors import ArchiveError, BundleError, OffloadError
 
@@ -104,9 +104,9 @@ def test_name_helpers():
     assert hda.device_member_name("fatx.o", "openmp-x86_64-pc-linux-gnu-") == "fatx-openmp-x86_64-pc-linux-gnu-fatx.o"
     assert hda.device_member_name("a.b.o", "hip-amdgcn-amd-amdhsa--gfx90a:xnack+") == \
         "a.b-hip-amdgcn-amd-amdhsa--gfx90a_xnack+a.b.bc"
-    assert (hda.llvm_stem(".bashrc"), hda.llvm_extension(".bashrc")) == ("", ".bashrc")
-    assert (hda.llvm_stem("noext"), hda.llvm_extension("noext")) == ("noext", "")
-    assert (hda.llvm_stem(".."), hda.llvm_extension("..")) == ("..", "")
+    assert (llvm_path.stem(".bashrc"), llvm_path.extension(".bashrc")) == ("", ".bashrc")
+    assert (llvm_path.stem("noext"), llvm_path.extension("noext")) == ("noext", "")
+    assert (llvm_path.stem(".."), llvm_path.extension("..")) == ("..", "")
 
 
 @pytest.fixture(scope="module")
