@@ -1,6 +1,6 @@
 """Binary (`__CLANG_OFFLOAD_BUNDLE__`) and text clang offload bundles: read and write.
 
-Layouts per llvm-formats.md §1 (binary) and §2 (text); the writers reproduce clang-offload-bundler
+The writers reproduce clang-offload-bundler
 19's bytes. Readers return payloads as memoryview slices of the input (no copies) and, unlike LLVM
 19 (which silently stops, or crashes, on a damaged header), reject truncated or out-of-range headers
 with a `BundleFormatError` naming the offset and field."""

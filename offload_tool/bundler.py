@@ -1,7 +1,7 @@
 """`offload-bundler`: a drop-in replacement for `clang-offload-bundler` 19.
 
 Same options (single or double dash, `-opt=value` or `-opt value`), same checks in the same order
-with the same messages, same exit statuses and output files (llvm-formats.md §5.1). Every failure is
+with the same messages, same exit statuses and output files. Every failure is
 one line `offload-bundler: error: ...` and exit status 1, never a traceback. Imports are lazy so
 that small operations start fast."""
 

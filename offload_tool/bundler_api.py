@@ -1,7 +1,7 @@
 """High-level clang offload bundler operations, in-process: bundle, unbundle, list, read.
 
 These are `OffloadBundler::BundleFiles / UnbundleFiles / ListBundleIDsInFile` of LLVM 19
-(llvm-formats.md §1-§5), with the same outputs, order rules and messages, plus the checks LLVM
+with the same outputs, order rules and messages, plus the checks LLVM
 lacks (damaged inputs are errors, outputs appear atomically and only when the whole run succeeds).
 Inputs are memory-mapped and only the headers are read through the map: uncompressed payloads are
 copied file to file by the kernel (`copy_file_range`), so bundling or unbundling gigabytes needs
@@ -390,7 +390,7 @@ def unbundle(files_type: str, targets: list[str], input: str | os.PathLike, outp
              check_input_archive: bool = False, verbose: bool | None = None,
              env: Mapping[str, str] = os.environ) -> None:
     """`clang-offload-bundler -unbundle`: write each target's entry to its output (LLVM 19's matching,
-    messages and empty-output rules, §5.3). `-type=a` goes to archive unbundling. All outputs are
+    messages and empty-output rules). `-type=a` goes to archive unbundling. All outputs are
     written to temporary files and renamed only when every one is complete."""
     from .bundle_id import parse_bundle_entry_id, validate_bundler_targets
 

@@ -1,4 +1,4 @@
-"""Compressed clang offload bundles ("CCOB" v1/v2/v3, zlib or zstd), llvm-formats.md §4.
+"""Compressed clang offload bundles ("CCOB" v1/v2/v3, zlib or zstd).
 
 A CCOB wraps a whole serialized bundle (binary or text). LLVM 19 writes v2, LLVM 20+ v3 on request
 (`COMPRESSED_BUNDLE_FORMAT_VERSION=3`, LLVM 22 by default). Unlike LLVM, every read checks the
@@ -11,7 +11,6 @@ import hashlib
 import io
 import mmap
 import os
-import struct
 import sys
 import time
 import zlib

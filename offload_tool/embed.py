@@ -2,9 +2,8 @@
 
 This is what `clang -cc1 -fembed-offload-object=<package>` does at compile time, done afterwards
 as a build step of its own, so that device code for one architecture can be rebuilt and
-re-embedded without recompiling the host code.  The section matches clang's
-(llvm-formats.md §7.1): type `SHT_LLVM_OFFLOADING` (0x6fff4c0b), flags `SHF_EXCLUDE` only,
-alignment 8; `clang-linker-wrapper` finds it by type and the static linker drops it."""
+re-embedded without recompiling the host code.  The section matches clang's: type
+`SHT_LLVM_OFFLOADING` (0x6fff4c0b), flags `SHF_EXCLUDE` only, alignment 8; `clang-linker-wrapper` finds it by type and the static linker drops it."""
 
 from __future__ import annotations
 

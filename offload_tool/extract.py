@@ -1,4 +1,4 @@
-"""Finding OffloadBinary images wherever LLVM finds them (`extractOffloadBinaries`, llvm-formats.md §6.3).
+"""Finding OffloadBinary images wherever LLVM finds them (`extractOffloadBinaries`).
 
 Dispatch is on the file's magic, as LLVM's `identify_magic`: a raw package (`10 FF 10 AD`) is
 read back to back; ELF relocatable objects, executables and shared libraries contribute every

@@ -2,7 +2,7 @@
 
 A heterogeneous static library is an `ar` archive whose members are bundles: object bundles
 (fat objects from `-fgpu-rdc` / the old offload driver), binary bundles, or compressed bundles of
-either.  Unbundling writes one device-specific archive per requested target (llvm-formats.md §5.4):
+either.  Unbundling writes one device-specific archive per requested target:
 
 * members are visited in archive order; a compressed member is decompressed (hash checked), then
   read with the object handler if it is an object file, else as a binary bundle (StringMap order);

@@ -2,7 +2,7 @@
 
 LLVM 19 bundles into an object by running `llvm-objcopy --add-section=__CLANG_OFFLOAD_BUNDLE__<id>=<file>
 --set-section-flags=...=readonly,exclude` for each target, the host entry being a one-byte file
-holding 0x00 (llvm-formats.md §3).  Here the sections are added natively (`elf.add_sections`):
+holding 0x00.  Here the sections are added natively (`elf.add_sections`):
 `SHT_PROGBITS`, flags `SHF_EXCLUDE` only, alignment 1, appended after the existing sections in
 `-targets` order, so the static linker drops them and the host code is untouched.
 

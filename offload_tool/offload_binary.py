@@ -1,6 +1,6 @@
 """OffloadBinary (magic `10 FF 10 AD`) version 1: the device-image wrapper of the new offload driver.
 
-Layout and writer behaviour follow `llvm/Object/OffloadBinary` of LLVM 19 (llvm-formats.md §6):
+Layout and writer behaviour follow `llvm/Object/OffloadBinary` of LLVM 19:
 a 32-byte header, one 40-byte entry, `NumStrings` 16-byte string entries (absolute key/value
 offsets), an ELF-style tail-merged string table, the image, zero padding to a multiple of 8.
 The producer ("offload kind") numbering differs between LLVM releases: HIP is 3 in LLVM 19 and 4
@@ -54,7 +54,7 @@ _OBJDUMP_IMAGE_NAMES = {1: "elf", 2: "llvm ir", 3: "cubin", 4: "fatbinary", 5: "
 OFFLOAD_KINDS_19 = {"none": 0, "openmp": 1, "cuda": 2, "hip": 3}
 OFFLOAD_KINDS_22 = {"none": 0, "openmp": 1, "cuda": 2, "hip": 4, "sycl": 8}
 DEFAULT_LLVM_VERSION = 19
-# 19 and 20 share one numbering (llvm-formats.md); 22 is checked against llvm-offload-binary-22.
+# 19 and 20 share one numbering (HIP = 3); 22 is checked against llvm-offload-binary-22.
 # 21 is left out: when the bit-flag numbering arrived between 20 and 22 was not verified.
 SUPPORTED_LLVM_VERSIONS = (19, 20, 22)
 

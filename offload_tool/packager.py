@@ -22,7 +22,7 @@ from .densemap import DenseMap
 from .errors import OffloadError, UsageError
 from .extract import FoundImage, find_offload_images
 from .fileio import atomic_output, open_input, safe_join, sanitize_name
-from .offload_binary import (DEFAULT_LLVM_VERSION, SUPPORTED_LLVM_VERSIONS, OffloadImage, image_kind_for_file,
+from .offload_binary import (DEFAULT_LLVM_VERSION, OffloadImage, image_kind_for_file,
                              image_kind_name, offload_kind_value, write_offload_binary_to)
 
 __all__ = ["main", "run", "parse_image_arguments", "write_package", "llvm_version_option", "bundle_images",

@@ -1,5 +1,5 @@
 """hda.py: heterogeneous archive unbundling against clang-offload-bundler-19 -type=a -unbundle
-(the archive scenarios of llvm-formats.md §8)."""
+(the archive scenarios of LLVM's clang-offload-bundler lit tests)."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def _ours(tmp, archive_path, targets, **kw):
 @pytest.fixture(scope="module")
 def hip_lib(tmp_path_factory):
     """`llvm-ar cr` archive of two HIP binary bundles (gfx900/gfx906, no host), one compressed,
-    plus an OpenMP nvptx bundle and a plain text member (§8 'HIP archive')."""
+    plus an OpenMP nvptx bundle and a plain text member (the lit tests' 'HIP archive')."""
     bundler = need_tool("clang-offload-bundler-19")
     llvm_ar = need_tool("llvm-ar-19")
     tmp = tmp_path_factory.mktemp("hiplib")
@@ -112,7 +112,7 @@ def test_name_helpers():
 @pytest.fixture(scope="module")
 def fat_lib(tmp_path_factory):
     """Object bundles made by clang-offload-bundler-19 -type=o from a clang-19 host object and
-    real amdgcn bitcode (§8 'Archive unbundling of object bundles'), in an archive with a plain member."""
+    real amdgcn bitcode (the lit tests' 'Archive unbundling of object bundles'), in an archive with a plain member."""
     bundler = need_tool("clang-offload-bundler-19")
     clang = need_tool("clang-19")
     llvm_ar = need_tool("llvm-ar-19")

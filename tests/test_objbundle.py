@@ -142,7 +142,7 @@ def test_real_hip_fat_object(tmp_path):
     listed = run([bundler, "-list", "-type=o", f"-input={tmp_path / 'k.o'}"]).stdout.decode().split()
     assert [e.bundle_entry_id for e in entries] == listed
     ids = [e.bundle_entry_id for e in entries]
-    # A standardized host ID does not re-standardize to itself in LLVM 19 (llvm-formats.md §5.1).
+    # A standardized host ID does not re-standardize to itself in LLVM 19.
     targets = [i.rstrip("-") if i.startswith("host-") else i for i in ids]
     outs = [tmp_path / f"o{i}" for i in range(len(ids))]
     r = run([bundler, "-unbundle", "-type=o", "-targets=" + ",".join(targets), f"-input={tmp_path / 'k.o'}",
