@@ -8,7 +8,7 @@ Generates a project of N OpenMP C sources x M offload archs (default 100 x 4) tw
   - "usual":   one `clang -fopenmp --offload-arch=a,b,c,d -c` per source under SCons, then the link
     (what CMake, Meson and friends do).
 and measures, for each: the full build at -jJOBS, the null build, and the rebuild after adding one
-arch. Prints times, action counts and the ratios the issue sets as targets:
+arch. Prints times, action counts and the ratios the tool aims for:
   full build no slower than the usual way; add-arch rebuild <= 0.35x the usual way's;
   null build < 3 s at 100 x 4 and <= 2x the usual way's.
 

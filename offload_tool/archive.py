@@ -30,16 +30,19 @@ import stat
 from dataclasses import dataclass
 from typing import BinaryIO, Sequence
 
-from .bitcode import BC_MAGIC, BC_WRAPPER_MAGIC, BitcodeError, symbol_table_blobs
+from .bitcode import bitcode_symbols
 from .errors import ArchiveError
 from .fileio import byte_view
+from .layout import Layout
+from .magic import AR_MAGIC, FileKind, identify
 
-__all__ = ["ArchiveMember", "AR_MAGIC", "THIN_MAGIC", "is_archive", "read_archive", "write_archive",
+__all__ = ["ArchiveMember", "AR_HDR", "read_archive", "write_archive",
            "archive_symbols", "member_symbols"]
 
-AR_MAGIC = b"!<arch>\n"
-THIN_MAGIC = b"!<thin>\n"
-_HEADER_SIZE = 60
+# The member header, `struct ar_hdr` of <ar.h>: space-padded text fields.
+AR_HDR = Layout("ar_hdr", [("ar_name", "16s"), ("ar_date", "12s"), ("ar_uid", "6s"), ("ar_gid", "6s"),
+                           ("ar_mode", "8s"), ("ar_size", "10s"), ("ar_fmag", "2s")])
+_HEADER_SIZE = AR_HDR.size
 _FMAG = b"`\n"
 _SYM64_THRESHOLD = 1 << 32
 
@@ -58,16 +61,6 @@ class ArchiveMember:
 # Reading
 # ---------------------------------------------------------------------------------------------
 
-# ar_hdr fields (offset, width) as in <ar.h>.
-_AR_HDR = (("ar_name", 0, 16), ("ar_date", 16, 12), ("ar_uid", 28, 6), ("ar_gid", 34, 6), ("ar_mode", 40, 8),
-           ("ar_size", 48, 10), ("ar_fmag", 58, 2))
-
-
-def is_archive(buf) -> bool:
-    """True if `buf` starts with the (regular, not thin) archive magic."""
-    return len(buf) >= 8 and bytes(buf[:8]) == AR_MAGIC
-
-
 def _decimal(raw: bytes, field: str, offset: int) -> int:
     text = raw.rstrip(b" ")
     if not text or not text.isdigit():
@@ -82,10 +75,10 @@ def read_archive(buf) -> list[ArchiveMember]:
     files, and names from an untrusted archive must never select files to read."""
     view = byte_view(buf)
     size = len(view)
-    head = bytes(view[:8])
-    if head == THIN_MAGIC:
+    kind = identify(view)
+    if kind is FileKind.THIN_ARCHIVE:
         raise ArchiveError("thin archives are not supported (their members are separate files)")
-    if head != AR_MAGIC:
+    if kind is not FileKind.ARCHIVE:
         # LLVM's object::Archive gives this message for anything without the magic.
         raise ArchiveError("file too small to be an archive")
     members: list[ArchiveMember] = []
@@ -97,16 +90,16 @@ def read_archive(buf) -> list[ArchiveMember]:
                 break  # a stray final padding byte
             raise ArchiveError(f"truncated or malformed archive: member header at offset {pos:#x} needs "
                                f"{_HEADER_SIZE} bytes, {size - pos} remain")
-        hdr = bytes(view[pos:pos + _HEADER_SIZE])
-        if hdr[58:60] != _FMAG:
+        hdr = AR_HDR.read(view, pos, ArchiveError)
+        if hdr.ar_fmag != _FMAG:
             raise ArchiveError(f"truncated or malformed archive: member header at offset {pos:#x}: ar_fmag is "
-                               f"{hdr[58:60]!r}, expected '`\\n'")
-        data_size = _decimal(hdr[48:58], "ar_size", pos)
+                               f"{hdr.ar_fmag!r}, expected '`\\n'")
+        data_size = _decimal(hdr.ar_size, "ar_size", pos)
         data_start = pos + _HEADER_SIZE
         if data_size > size - data_start:
             raise ArchiveError(f"truncated or malformed archive: member at offset {pos:#x}: ar_size {data_size} "
                                f"runs past the end of the archive ({size} bytes)")
-        raw_name = hdr[0:16].rstrip(b" ")
+        raw_name = hdr.ar_name.rstrip(b" ")
         data = view[data_start:data_start + data_size]
         next_pos = data_start + data_size + (data_size & 1)
         if raw_name in (b"/", b"/SYM64/", b"/<ECSYMBOLS>", b"__.SYMDEF", b"__.SYMDEF SORTED", b"__.SYMDEF_64",
@@ -156,11 +149,11 @@ def read_archive(buf) -> list[ArchiveMember]:
 def member_symbols(data) -> list[bytes] | None:
     """The archive-symbol-table names LLVM lists for one member, or None if the member is not a
     symbolic file (no object: does not make LLVM write a symbol table)."""
-    head = bytes(data[:4])
-    if head == b"\x7fELF" and len(data) >= 18:  # identify_magic needs e_type too
+    kind = identify(data)
+    if kind is FileKind.ELF and len(data) >= 18:  # identify_magic needs e_type too
         return _elf_symbols(data)
-    if head in (BC_MAGIC, BC_WRAPPER_MAGIC):
-        return _bitcode_symbols(data)
+    if kind is FileKind.BITCODE:
+        return bitcode_symbols(data)
     return None
 
 
@@ -208,41 +201,6 @@ def _elf_symbols(data) -> list[bytes]:
     return out
 
 
-# --- LLVM bitcode: the module's IR symbol table ----------------------------------------------
-
-# irsymtab::storage::Symbol::FlagBits
-_FB_UNDEFINED = 1 << 3
-_FB_GLOBAL = 1 << 10
-_FB_FORMAT_SPECIFIC = 1 << 11
-
-
-def _bitcode_symbols(data) -> list[bytes] | None:
-    """The defined global names of the module's `irsymtab`; None (no symbols, as if not an object)
-    when the member has no symbol table or is damaged."""
-    try:
-        blobs = symbol_table_blobs(data)
-    except BitcodeError:
-        return None
-    if blobs is None:
-        return None
-    symtab, strtab = blobs
-    if len(symtab) < 76:
-        return None
-    # irsymtab::storage::Header: Version, Producer(Str), Modules, Comdats, Symbols(Range<Symbol>), ...
-    sym_off, sym_count = struct.unpack_from("<II", symtab, 28)
-    if sym_off > len(symtab) or sym_count > (len(symtab) - sym_off) // 24:
-        return None
-    out = []
-    for i in range(sym_count):
-        name_off, name_size, _irn_off, _irn_size, _comdat, flags = struct.unpack_from("<6I", symtab, sym_off + 24 * i)
-        if not flags & _FB_GLOBAL or flags & (_FB_UNDEFINED | _FB_FORMAT_SPECIFIC):
-            continue
-        if name_off + name_size > len(strtab):
-            continue
-        out.append(strtab[name_off:name_off + name_size])
-    return out
-
-
 def archive_symbols(members: Sequence[tuple[str, object]]) -> tuple[bool, list[list[bytes]]]:
     """(whether any member is a symbolic file, per-member archive symbol names)."""
     has_object = False
@@ -259,7 +217,9 @@ def archive_symbols(members: Sequence[tuple[str, object]]) -> tuple[bool, list[l
 # Writing
 # ---------------------------------------------------------------------------------------------
 
-def _field(value, width: int) -> bytes:
+def _field(value, field: str) -> bytes:
+    """`value` as the space-padded text of an `ar_hdr` field."""
+    width = AR_HDR.size_of(field)
     text = str(value).encode("ascii") if not isinstance(value, bytes) else value
     if len(text) > width:
         raise ArchiveError(f"archive header field {text!r} does not fit in {width} characters")
@@ -267,15 +227,13 @@ def _field(value, width: int) -> bytes:
 
 
 _DIRECT_WRITE_SIZE = 1 << 20
-_ZERO_DATE_UID_GID = b"0".ljust(12) + b"0".ljust(6) + b"0".ljust(6)  # deterministic: date, uid, gid 0
 
 
-def _member_header(name_field: bytes, size: int, mode: bytes = b"644") -> bytes:
-    # ar_name(16) ar_date(12) ar_uid(6) ar_gid(6) ar_mode(8) ar_size(10) ar_fmag(2)
-    if len(name_field) > 16 or len(mode) > 8 or not 0 <= size < 10**10:
-        return _field(name_field, 16) + _ZERO_DATE_UID_GID + _field(mode, 8) + _field(size, 10) + _FMAG
-    # One formatting operation: archives of device objects have thousands of members.
-    return b"%-16s0           0     0     %-8s%-10d`\n" % (name_field, mode, size)
+def _member_header(name_field: bytes, size: int, mode: bytes = b"644", date_uid_gid: bytes = b"0") -> bytes:
+    """A member header as LLVM's deterministic writer fills it: date, uid and gid 0."""
+    return AR_HDR.build(ar_name=_field(name_field, "ar_name"), ar_date=_field(date_uid_gid, "ar_date"),
+                        ar_uid=_field(date_uid_gid, "ar_uid"), ar_gid=_field(date_uid_gid, "ar_gid"),
+                        ar_mode=_field(mode, "ar_mode"), ar_size=_field(size, "ar_size"), ar_fmag=_FMAG)
 
 
 def _sym64_threshold() -> int:
@@ -355,7 +313,7 @@ def write_archive(members: Sequence[tuple[str, object]], out: BinaryIO, *, symta
         out.write(_member_header(b"/" if word == 4 else b"/SYM64/", symtab_bytes, b"0"))
         out.write(body)
     if long_table:
-        out.write(_field(b"//", 48) + _field(len(long_table), 10) + _FMAG)
+        out.write(_member_header(b"//", len(long_table), b"", b""))
         out.write(long_table)
     fd = _real_fd(out)
     if fd is not None:

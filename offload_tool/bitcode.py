@@ -18,12 +18,13 @@ Two queries:
 from __future__ import annotations
 
 from .errors import BitcodeError
+from .layout import Layout
+from .magic import BC_MAGIC, BC_WRAPPER_MAGIC
 
 __all__ = ["BitcodeError", "BC_MAGIC", "BC_WRAPPER_MAGIC", "bitcode_stream", "symbol_table_blobs",
-           "embedded_objects"]
+           "embedded_objects", "bitcode_symbols"]
 
-BC_MAGIC = b"BC\xc0\xde"
-BC_WRAPPER_MAGIC = b"\xde\xc0\x17\x0b"  # wrapper header: magic, version, offset, size, cputype (u32 each)
+# The wrapper header: magic, version, offset, size, cputype (u32 each).
 
 
 # Abbreviation IDs every block has, and DEFINE_ABBREV operand encodings (0 here means a literal).
@@ -467,3 +468,50 @@ def _module_objects(walker: _Walker, width: int, section: bytes) -> list[bytes]:
             num_values += 1
     return [constants[init] for init in (gv_init.get(v) for v in metadata.embedded_globals())
             if init is not None and init in constants]
+
+
+# --- The module's IR symbol table (irsymtab) ---------------------------------------------------
+
+def _str_fields(*names: str) -> list[tuple[str, str]]:
+    """`irsymtab::storage::Str` / `Range<T>` members: a u32 offset and a u32 size (or count) each."""
+    return [(f"{n}_{part}", "I") for n in names for part in ("Offset", "Size")]
+
+
+# irsymtab::storage::Header and Symbol (little-endian u32 words).
+_IRSYMTAB_HEADER = Layout("irsymtab_Header", [("Version", "I")] + _str_fields(
+    "Producer", "Modules", "Comdats", "Symbols", "Uncommons", "TargetTriple", "SourceFileName", "COFFLinkerOpts",
+    "DependentLibraries"))
+_IRSYMTAB_SYMBOL = Layout("irsymtab_Symbol", _str_fields("Name", "IRName") + [("ComdatIndex", "I"), ("Flags", "I")])
+
+# irsymtab::storage::Symbol::FlagBits
+_FB_UNDEFINED = 1 << 3
+_FB_GLOBAL = 1 << 10
+_FB_FORMAT_SPECIFIC = 1 << 11
+
+
+def bitcode_symbols(data) -> list[bytes] | None:
+    """The defined global names of the module's `irsymtab`, exact and in order (what LLVM lists in
+    an archive's symbol table); None (no symbols, as if not an object) when the module has no
+    symbol table or it is damaged."""
+    try:
+        blobs = symbol_table_blobs(data)
+    except BitcodeError:
+        return None
+    if blobs is None:
+        return None
+    symtab, strtab = blobs
+    if len(symtab) < _IRSYMTAB_HEADER.size:
+        return None
+    header = _IRSYMTAB_HEADER.read(symtab, 0, BitcodeError)
+    sym_off, sym_count = header.Symbols_Offset, header.Symbols_Size
+    if sym_off > len(symtab) or sym_count > (len(symtab) - sym_off) // _IRSYMTAB_SYMBOL.size:
+        return None
+    out = []
+    for i in range(sym_count):
+        sym = _IRSYMTAB_SYMBOL.read(symtab, sym_off + _IRSYMTAB_SYMBOL.size * i, BitcodeError)
+        if not sym.Flags & _FB_GLOBAL or sym.Flags & (_FB_UNDEFINED | _FB_FORMAT_SPECIFIC):
+            continue
+        if sym.Name_Offset + sym.Name_Size > len(strtab):
+            continue
+        out.append(strtab[sym.Name_Offset:sym.Name_Offset + sym.Name_Size])
+    return out

@@ -1,6 +1,6 @@
 """Binary (`__CLANG_OFFLOAD_BUNDLE__`) and text clang offload bundles: read and write.
 
-Layouts per llvm-formats.md §1 (binary) and §2 (text); the writers reproduce clang-offload-bundler
+The writers reproduce clang-offload-bundler
 19's bytes. Readers return payloads as memoryview slices of the input (no copies) and, unlike LLVM
 19 (which silently stops, or crashes, on a damaged header), reject truncated or out-of-range headers
 with a `BundleFormatError` naming the offset and field."""
@@ -8,11 +8,12 @@ with a `BundleFormatError` naming the offset and field."""
 from __future__ import annotations
 
 import re
-import struct
 from dataclasses import dataclass
 from typing import BinaryIO, Iterable, Sequence
 
 from .errors import BundleFormatError, UsageError
+from .layout import Layout
+from .magic import BUNDLE_MAGIC, FileKind, identify
 
 __all__ = [
     "BundleEntry", "BINARY_MAGIC", "TEXT_COMMENTS", "BINARY_TYPES", "is_binary_bundle", "read_binary_bundle",
@@ -20,16 +21,16 @@ __all__ = [
     "stringmap_entries", "bundle_chunks", "bundle_size",
 ]
 
-BINARY_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
+BINARY_MAGIC = BUNDLE_MAGIC
 
 #: `-type` values handled by the text handler, and their line-comment string.
 TEXT_COMMENTS = {"i": b"//", "ii": b"//", "cui": b"//", "hipi": b"//", "d": b"#", "s": b"#", "ll": b";"}
 #: `-type` values that always use the binary handler (`o` and `a` fall back to it for non-objects).
 BINARY_TYPES = ("bc", "gch", "ast")
 
-# Binary header: magic, u64 NumberOfBundles; per entry u64 Offset, u64 Size, u64 IdLength, Id bytes.
-_HEADER = struct.Struct("<24sQ")
-_ENTRY = struct.Struct("<QQQ")
+# Binary header, then per entry its fixed part followed by IdLength bytes of bundle entry ID.
+_HEADER = Layout("bundle header", [("Magic", "24s"), ("NumberOfBundles", "Q")])
+_ENTRY = Layout("bundle entry", [("Offset", "Q"), ("Size", "Q"), ("IdLength", "Q")])
 
 # IDs are bytes in the file; surrogateescape keeps any byte sequence round-trippable through str.
 _ID_ENCODING = ("utf-8", "surrogateescape")
@@ -63,7 +64,7 @@ def _id_bytes(bundle_entry_id: str) -> bytes:
 
 def is_binary_bundle(buf) -> bool:
     """LLVM's `identify_magic(...) == offload_bundle`: at least 25 bytes starting with the magic."""
-    return len(buf) >= len(BINARY_MAGIC) + 1 and bytes(buf[: len(BINARY_MAGIC)]) == BINARY_MAGIC
+    return identify(buf) is FileKind.CLANG_BUNDLE
 
 
 def read_binary_bundle(buf) -> list[BundleEntry]:
@@ -78,7 +79,7 @@ def read_binary_bundle(buf) -> list[BundleEntry]:
     if size < _HEADER.size:
         raise BundleFormatError(f"bundle header truncated: file has {size} bytes, NumberOfBundles at offset 24 "
                                 f"needs {_HEADER.size}")
-    _, count = _HEADER.unpack_from(view, 0)
+    count = _HEADER.read(view, 0, BundleFormatError).NumberOfBundles
     pos = _HEADER.size
     if count > (size - pos) // _ENTRY.size:
         raise BundleFormatError(f"bundle header at offset 24: NumberOfBundles {count} cannot fit in a "
@@ -129,9 +130,9 @@ def binary_bundle_layout(ids: Sequence[str], sizes: Sequence[int], bundle_align:
         pos = _align_to(pos, bundle_align)
         offsets.append(pos)
         pos += size
-    parts = [_HEADER.pack(BINARY_MAGIC, len(encoded))]
+    parts = [_HEADER.build(Magic=BINARY_MAGIC, NumberOfBundles=len(encoded))]
     for e, off, size in zip(encoded, offsets, sizes):
-        parts.append(_ENTRY.pack(off, size, len(e)))
+        parts.append(_ENTRY.build(Offset=off, Size=size, IdLength=len(e)))
         parts.append(e)
     return b"".join(parts), offsets
 

@@ -1,7 +1,7 @@
 """High-level clang offload bundler operations, in-process: bundle, unbundle, list, read.
 
 These are `OffloadBundler::BundleFiles / UnbundleFiles / ListBundleIDsInFile` of LLVM 19
-(llvm-formats.md §1-§5), with the same outputs, order rules and messages, plus the checks LLVM
+with the same outputs, order rules and messages, plus the checks LLVM
 lacks (damaged inputs are errors, outputs appear atomically and only when the whole run succeeds).
 Inputs are memory-mapped and only the headers are read through the map: uncompressed payloads are
 copied file to file by the kernel (`copy_file_range`), so bundling or unbundling gigabytes needs
@@ -15,15 +15,16 @@ import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
-from .bundle import (BINARY_TYPES, TEXT_COMMENTS, BundleEntry, bundle_chunks, bundle_size, is_binary_bundle,
-                     read_binary_bundle, read_text_bundle, stringmap_entries)
+from .bundle import (BundleEntry, bundle_chunks, bundle_size, read_binary_bundle, read_text_bundle,
+                     stringmap_entries)
 from .errors import BundleError, BundleFormatError, CompressionError, OffloadError, UsageError
 from .fileio import atomic_output, open_input
+from .magic import FileKind, bundle_handler, identify, is_object_file, text_bundle_type
 
 if TYPE_CHECKING:  # ccob (hashlib, zlib) is imported only when a bundle is compressed
     from .ccob import CompressionInfo
 
-__all__ = ["Bundle", "BundlerConfig", "bundle", "unbundle", "list_bundle_ids", "read_bundle", "write_bundle",
+__all__ = ["Bundle", "BundlerConfig", "bundle", "unbundle", "list_bundle_ids", "read_bundle",
            "bundler_config", "plan_unbundle"]
 
 FILE_TYPES = ("i", "ii", "cui", "hipi", "d", "ll", "bc", "s", "o", "a", "gch", "ast")
@@ -114,16 +115,9 @@ def _check_type(files_type: str) -> None:
 
 
 def _handler_kind(files_type: str, reference) -> str:
-    """`CreateFileHandler`: text types, binary types, and `o`/`a` = object if the reference buffer is an
-    object file, else binary (how `.hip_fatbin` contents come out as binary bundles)."""
+    """`magic.bundle_handler` for a checked `-type`."""
     _check_type(files_type)
-    if files_type in TEXT_COMMENTS:
-        return "text"
-    if files_type in BINARY_TYPES:
-        return "binary"
-    from .objbundle import is_object_file
-
-    return "object" if is_object_file(reference) else "binary"
+    return bundle_handler(files_type, reference)
 
 
 def _maybe_decompress(buf, cfg: BundlerConfig, prefix: str = "Failed to decompress input: ", defer: bool = False):
@@ -247,26 +241,6 @@ def _regular_fd(path, stack: contextlib.ExitStack) -> int | None:
     return fd if stat.S_ISREG(os.fstat(fd).st_mode) else None
 
 
-def write_bundle(output: str | os.PathLike, files_type: str, entries: Sequence[BundleEntry], *, bundle_align: int = 1,
-                 compress: bool | str | None = None, compression_level: int | None = None,
-                 verbose: bool | None = None, env: Mapping[str, str] = os.environ,
-                 host_object=None) -> None:
-    """Write `entries` (IDs already standardized, in order) as a bundle of `files_type` to `output`.
-
-    For `-type=o` with an object `host_object`, the entries become its `__CLANG_OFFLOAD_BUNDLE__`
-    sections (pass a single zero byte as the host entry's payload, as LLVM does); otherwise a text or binary
-    bundle. Compression per `bundler_config` (arguments, then LLVM's environment variables)."""
-    _check_type(files_type)
-    if bundle_align < 1:
-        raise UsageError(f"invalid -bundle-align value {bundle_align}: must be at least 1")
-    cfg = bundler_config(verbose=verbose, compress=compress, compression_level=compression_level, env=env)
-    if host_object is not None and files_type in ("o", "a"):
-        kind = _handler_kind(files_type, host_object)
-    else:
-        kind = "text" if files_type in TEXT_COMMENTS else "binary"
-    _write(output, kind, "bc" if kind == "binary" else files_type, entries, cfg, bundle_align, host_object)
-
-
 def _write(output, kind: str, files_type: str, entries: Sequence[BundleEntry], cfg: BundlerConfig,
            bundle_align: int, host_object=None, file_slices: dict[int, tuple[int, int]] | None = None) -> None:
     """Write a bundle atomically. `file_slices` maps payloads (by id) to (fd, offset) for kernel copies."""
@@ -330,27 +304,16 @@ def bundle(files_type: str, targets: list[str], inputs: list[str], output: str, 
 # --- reading ----------------------------------------------------------------------------------------
 
 
-def _detect_text_type(buf) -> str | None:
-    import re
-
-    m = re.search(rb"\n(//|#|;) __CLANG_OFFLOAD_BUNDLE____START__ ", memoryview(buf).cast("B"))
-    if m is None:
-        return None
-    return {b"//": "i", b"#": "s", b";": "ll"}[m.group(1)]
-
-
 def _read_any(buf, files_type: str | None, cfg: BundlerConfig) -> Bundle:
     data, info = _maybe_decompress(buf, cfg)
     if files_type is None:
-        if is_binary_bundle(data):
+        if identify(data) is FileKind.CLANG_BUNDLE:
             kind, ftype = "binary", "bc"
         else:
-            from .objbundle import is_object_file
-
             if is_object_file(data):
                 kind, ftype = "object", "o"
             else:
-                ftype = _detect_text_type(data)
+                ftype = text_bundle_type(data)
                 if ftype is None:
                     raise BundleFormatError("not a clang offload bundle (no bundle magic, object or text markers)")
                 kind = "text"
@@ -427,7 +390,7 @@ def unbundle(files_type: str, targets: list[str], input: str | os.PathLike, outp
              check_input_archive: bool = False, verbose: bool | None = None,
              env: Mapping[str, str] = os.environ) -> None:
     """`clang-offload-bundler -unbundle`: write each target's entry to its output (LLVM 19's matching,
-    messages and empty-output rules, §5.3). `-type=a` goes to archive unbundling. All outputs are
+    messages and empty-output rules). `-type=a` goes to archive unbundling. All outputs are
     written to temporary files and renamed only when every one is complete."""
     from .bundle_id import parse_bundle_entry_id, validate_bundler_targets
 

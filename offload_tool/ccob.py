@@ -1,4 +1,4 @@
-"""Compressed clang offload bundles ("CCOB" v1/v2/v3, zlib or zstd), llvm-formats.md §4.
+"""Compressed clang offload bundles ("CCOB" v1/v2/v3, zlib or zstd).
 
 A CCOB wraps a whole serialized bundle (binary or text). LLVM 19 writes v2, LLVM 20+ v3 on request
 (`COMPRESSED_BUNDLE_FORMAT_VERSION=3`, LLVM 22 by default). Unlike LLVM, every read checks the
@@ -11,7 +11,6 @@ import hashlib
 import io
 import mmap
 import os
-import struct
 import sys
 import time
 import zlib
@@ -19,6 +18,8 @@ from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterable
 
 from .errors import CompressionError, UsageError
+from .layout import Layout
+from .magic import CCOB_MAGIC, FileKind, identify
 
 __all__ = [
     "CCOB_MAGIC", "CompressionInfo", "METHODS", "DEFAULT_LEVELS", "DEFAULT_MAX_UNCOMPRESSED_SIZE",
@@ -26,7 +27,6 @@ __all__ = [
     "format_with_commas", "decompress_deferred", "zstd_output_bound", "env_format_version",
 ]
 
-CCOB_MAGIC = b"CCOB"
 #: `llvm::compression::Format` values stored in the header.
 METHODS = {0: "zlib", 1: "zstd"}
 _METHOD_IDS = {v: k for k, v in METHODS.items()}
@@ -35,11 +35,15 @@ DEFAULT_LEVELS = {"zstd": 3, "zlib": 6}
 #: Refuse to decompress more than this unless the caller raises it (LLVM v2 fields cap at 4 GiB anyway).
 DEFAULT_MAX_UNCOMPRESSED_SIZE = 16 << 30
 
-# Packed little-endian headers (magic, u16 version, u16 method, ...).
-_V1 = struct.Struct("<4sHHIQ")  # uncompressed size u32, truncated MD5 u64
-_V2 = struct.Struct("<4sHHIIQ")  # total file size u32, uncompressed size u32, truncated MD5 u64
-_V3 = struct.Struct("<4sHHQQQ")  # total file size u64, uncompressed size u64, truncated MD5 u64
-_PREFIX = struct.Struct("<4sHH")
+# `CompressedOffloadBundle` headers, little-endian: the prefix, then per version the sizes (v1 has
+# no total file size; v2 stores sizes as u32, v3 as u64) and the truncated MD5 of the contents.
+_PREFIX_FIELDS = [("magic", "4s"), ("version", "H"), ("method", "H")]
+_PREFIX = Layout("CCOB header", _PREFIX_FIELDS)
+_HEADERS = {
+    1: Layout("CCOB v1 header", _PREFIX_FIELDS + [("uncompressed_size", "I"), ("hash", "Q")]),
+    2: Layout("CCOB v2 header", _PREFIX_FIELDS + [("total_file_size", "I"), ("uncompressed_size", "I"), ("hash", "Q")]),
+    3: Layout("CCOB v3 header", _PREFIX_FIELDS + [("total_file_size", "Q"), ("uncompressed_size", "Q"), ("hash", "Q")]),
+}
 
 _CHUNK = 8 << 20
 _MT_THRESHOLD = 8 << 20  # inputs at least this large use zstd's worker threads
@@ -61,7 +65,7 @@ class CompressionInfo:
 
 def is_compressed(buf) -> bool:
     """`identify_magic` == offload_bundle_compressed: starts with "CCOB"."""
-    return len(buf) >= 4 and bytes(buf[:4]) == CCOB_MAGIC
+    return identify(buf) is FileKind.COMPRESSED_BUNDLE
 
 
 def truncated_md5(data: bytes | bytearray | memoryview) -> int:
@@ -128,26 +132,24 @@ def read_header(buf) -> CompressionInfo:
     size = len(buf)
     if size < _PREFIX.size:
         raise CompressionError("Compressed bundle header size too small")
-    _, version, method_id = _PREFIX.unpack_from(buf, 0)
+    prefix = _PREFIX.read(buf, 0, CompressionError)
+    version, method_id = prefix.version, prefix.method
     if method_id not in METHODS:
-        raise CompressionError(f"Unknown compressing method {method_id} at offset 6")
-    if version == 1:
-        layout = _V1
-    elif version == 2:
-        layout = _V2
-    elif version == 3:
-        layout = _V3
-    else:
-        raise CompressionError(f"unsupported compressed bundle format version {version} at offset 4")
+        raise CompressionError(f"Unknown compressing method {method_id} at offset {_PREFIX.offset_of('method')}")
+    layout = _HEADERS.get(version)
+    if layout is None:
+        raise CompressionError(f"unsupported compressed bundle format version {version} at offset "
+                               f"{_PREFIX.offset_of('version')}")
     if size < layout.size:
         raise CompressionError(f"Compressed bundle header size too small: version {version} needs "
                                f"{layout.size} bytes, file has {size}")
-    fields = layout.unpack_from(buf, 0)
+    header = layout.read(buf, 0, CompressionError)
+    uncompressed, digest = header.uncompressed_size, header.hash
     if version == 1:
-        total, uncompressed, digest = None, fields[3], fields[4]
+        total = None
         end = size
     else:
-        total, uncompressed, digest = fields[3], fields[4], fields[5]
+        total = header.total_file_size
         if total < layout.size:
             raise CompressionError(f"total file size field {total} at offset 8 is smaller than the "
                                    f"{layout.size}-byte header")
@@ -389,7 +391,7 @@ def compress_chunks(chunks: Iterable, uncompressed_size: int, out: BinaryIO, *, 
                                verbose=verbose, log=log, threads=threads)
         out.write(buf.getbuffer())
         return info
-    layout = _V2 if version == 2 else _V3
+    layout = _HEADERS[version]
     base = out.tell()
     out.write(bytes(layout.size))
     md5 = _Hasher(threaded=uncompressed_size >= _MT_THRESHOLD)
@@ -442,7 +444,8 @@ def compress_chunks(chunks: Iterable, uncompressed_size: int, out: BinaryIO, *, 
         raise UsageError("Total file size exceeds version 2 limit")
     end = out.tell()
     out.seek(base)
-    out.write(layout.pack(CCOB_MAGIC, version, _METHOD_IDS[method], total, uncompressed_size, digest))
+    out.write(layout.build(magic=CCOB_MAGIC, version=version, method=_METHOD_IDS[method], total_file_size=total,
+                           uncompressed_size=uncompressed_size, hash=digest))
     out.seek(end)
     info = CompressionInfo(version, method, layout.size, total, uncompressed_size, compressed, digest, level)
     if verbose:

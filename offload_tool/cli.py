@@ -11,7 +11,8 @@ from __future__ import annotations
 import sys
 
 from . import __version__
-from .errors import OffloadError, UsageError
+from .command_line import ArgumentParser, Option, llvm_version_argument, run_command
+from .errors import UsageError
 
 PROG = "offload-tool"
 
@@ -73,89 +74,54 @@ OPTIONS:
 """
 
 
-def _llvm_version(value: str) -> int:
-    from .offload_binary import SUPPORTED_LLVM_VERSIONS
-    try:
-        v = int(value)
-    except ValueError:
-        raise UsageError(f"invalid --llvm-version '{value}'") from None
-    if v not in SUPPORTED_LLVM_VERSIONS:
-        raise UsageError(f"unsupported --llvm-version {v} "
-                         f"(supported: {', '.join(map(str, SUPPORTED_LLVM_VERSIONS))})")
-    return v
-
-
-def _take_value(argv: list[str], i: int, arg: str, name: str) -> tuple[str, int]:
-    """Value of `--name=V` or `--name V`; returns (value, next index)."""
-    if arg.startswith(name + "="):
-        return arg[len(name) + 1:], i
-    if i >= len(argv):
-        raise UsageError(f"option '{name}' needs a value")
-    return argv[i], i + 1
-
-
-def _parse(argv: list[str], flags: set[str], valued: set[str]) -> tuple[dict, list[str]]:
-    opts: dict = {}
-    files: list[str] = []
-    i = 0
-    only_files = False
-    while i < len(argv):
-        a = argv[i]
-        i += 1
-        if only_files or a == "-" or not a.startswith("-"):
-            files.append(a)
-        elif a == "--":
-            only_files = True
-        elif a in flags:
-            opts[a] = True
-        else:
-            name = a.split("=", 1)[0]
-            if name in valued:
-                value, i = _take_value(argv, i, a, name)
-                opts.setdefault(name, []).append(value)
-            else:
-                raise UsageError(f"unknown option '{a}' (see '{PROG} --help')")
-    return opts, files
+def _parse(argv: list[str], command: str, help_text: str, flags: list[str], valued: list[str]):
+    """A command's options (names with their dashes; `-h`/`--help` added), parsed by the shared
+    parser; None when help was asked for (and printed).  Files are required."""
+    options = [Option(n.lstrip("-")) for n in flags + ["-h", "--help"]] + [Option(n.lstrip("-"), value=True)
+                                                                          for n in valued]
+    opts = ArgumentParser(PROG, options).parse(argv)
+    if opts.flag("h", "help"):
+        sys.stdout.write(help_text)
+        return None
+    if not opts.positionals:
+        raise UsageError(f"{command}: no input files")
+    return opts
 
 
 def cmd_inspect(argv: list[str]) -> int:
     from .inspector import format_table, inspect_file, to_json
-    opts, files = _parse(argv, {"--json", "-h", "--help"}, {"--llvm-version"})
-    if "-h" in opts or "--help" in opts:
-        sys.stdout.write(INSPECT_HELP)
+    opts = _parse(argv, "inspect", INSPECT_HELP, ["--json"], ["--llvm-version"])
+    if opts is None:
         return 0
-    if not files:
-        raise UsageError("inspect: no input files")
-    llvm_version = _llvm_version(opts["--llvm-version"][-1]) if "--llvm-version" in opts else None
+    files = opts.positionals
+    llvm_version = llvm_version_argument(opts.last("llvm-version"))
     images = []
     for path in files:
         images.extend(inspect_file(path, llvm_version=llvm_version, keep_data=False))
-    sys.stdout.write(to_json(images) + "\n" if "--json" in opts else format_table(images))
+    sys.stdout.write(to_json(images) + "\n" if opts.flag("json") else format_table(images))
     return 0
 
 
 def cmd_verify(argv: list[str]) -> int:
     from .verify import verify_file
-    opts, files = _parse(argv, {"--check-entries", "--no-check-entries", "-q", "--quiet", "-h", "--help"},
-                         {"--require", "--llvm-version"})
-    if "-h" in opts or "--help" in opts:
-        sys.stdout.write(VERIFY_HELP)
+    opts = _parse(argv, "verify", VERIFY_HELP, ["--check-entries", "--no-check-entries", "-q", "--quiet"],
+                  ["--require", "--llvm-version"])
+    if opts is None:
         return 0
-    if not files:
-        raise UsageError("verify: no input files")
-    if "--check-entries" in opts and "--no-check-entries" in opts:
+    files = opts.positionals
+    if opts.flag("check-entries") and opts.flag("no-check-entries"):
         raise UsageError("--check-entries and --no-check-entries cannot be used together")
-    check = True if "--check-entries" in opts else False if "--no-check-entries" in opts else None
+    check = True if opts.flag("check-entries") else False if opts.flag("no-check-entries") else None
     require: list[str] = []
-    for value in opts.get("--require", []):
+    for value in opts.values["require"]:
         for arch in value.split(","):
             arch = arch.strip()
             if not arch:
                 raise UsageError(f"empty arch in --require '{value}'")
             if arch not in require:
                 require.append(arch)
-    llvm_version = _llvm_version(opts["--llvm-version"][-1]) if "--llvm-version" in opts else None
-    quiet = "-q" in opts or "--quiet" in opts
+    llvm_version = llvm_version_argument(opts.last("llvm-version"))
+    quiet = opts.flag("q", "quiet")
     status = 0
     for path in files:
         result = verify_file(path, require=require, check_entries=check, llvm_version=llvm_version)
@@ -176,41 +142,31 @@ def cmd_verify(argv: list[str]) -> int:
 
 def cmd_embed(argv: list[str]) -> int:
     from . import embed
-    return embed.main(argv, prog=f"{PROG} embed")
+    prog = f"{PROG} embed"
+    return run_command(prog, lambda: embed.run(argv, prog))
 
 
 COMMANDS = {"inspect": cmd_inspect, "verify": cmd_verify, "embed": cmd_embed}
 
 
+def run(argv: list[str]) -> int:
+    if not argv:
+        raise UsageError(f"no command given (run '{PROG} --help')")
+    if argv[0] in ("-h", "--help", "help"):
+        sys.stdout.write(HELP)
+        return 0
+    if argv[0] == "--version":
+        sys.stdout.write(f"{PROG} {__version__}\n")
+        return 0
+    command = COMMANDS.get(argv[0])
+    if command is None:
+        raise UsageError(f"unknown command '{argv[0]}' (expected inspect, verify or embed)")
+    return command(argv[1:])
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    try:
-        if not argv:
-            raise UsageError(f"no command given (run '{PROG} --help')")
-        if argv[0] in ("-h", "--help", "help"):
-            sys.stdout.write(HELP)
-            return 0
-        if argv[0] == "--version":
-            sys.stdout.write(f"{PROG} {__version__}\n")
-            return 0
-        command = COMMANDS.get(argv[0])
-        if command is None:
-            raise UsageError(f"unknown command '{argv[0]}' (expected inspect, verify or embed)")
-        return command(argv[1:])
-    except OffloadError as exc:
-        sys.stderr.write(f"{PROG}: error: {exc}\n")
-        return 1
-    except KeyboardInterrupt:
-        sys.stderr.write(f"{PROG}: error: interrupted\n")
-        return 1
-    except BrokenPipeError:
-        return 1
-    except RecursionError:
-        sys.stderr.write(f"{PROG}: error: input nested too deeply\n")
-        return 1
-    except Exception as exc:  # a bug, but still one line and status 1 for the build that ran us
-        sys.stderr.write(f"{PROG}: error: internal error: {type(exc).__name__}: {exc}\n")
-        return 1
+    return run_command(PROG, lambda: run(argv))
 
 
 if __name__ == "__main__":

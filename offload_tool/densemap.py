@@ -2,7 +2,7 @@
 
 clang-offload-packager keeps the `--image` arguments in a `DenseMap<StringRef, StringRef>` and
 writes the OffloadBinary string entries in that map's iteration (bucket) order, so byte-exact
-packages need LLVM's hash and LLVM's table layout (llvm-formats.md §9.2).  The hash is
+packages need LLVM's hash and LLVM's table layout.  The hash is
 `llvm/ADT/Hashing.h` `hash_combine_range` over the bytes, with the fixed execution seed of
 release builds; `DenseMapInfo<StringRef>::getHashValue` truncates it to 32 bits."""
 

@@ -1,4 +1,11 @@
-"""Native ELF editing: list, add and remove sections.
+"""The library's one ELF module: reading through pyelftools, editing natively.
+
+Reading symbols, relocations and section contents goes through pyelftools (`open_elffile`, over
+the caller's buffer without copying it).  Two things it cannot do are native here: writing
+(pyelftools has no writer: adding and removing sections, `empty_relocatable_like`), and listing
+sections as zero-copy slices of a large memory-mapped input (`read_sections`: pyelftools reads each
+section's contents into new bytes, and inspecting a multi-gigabyte program must not).  The native
+reader covers only the header and the section table, which the editor needs anyway.
 
 Object-file bundles (`__CLANG_OFFLOAD_BUNDLE__<id>` sections) and `.llvm.offloading` embedding
 need what `llvm-objcopy --add-section` / `--remove-section` do, without llvm-objcopy at run time.
@@ -21,6 +28,7 @@ there.  Core files and other types are refused.
 
 from __future__ import annotations
 
+import io
 import struct
 from collections import namedtuple
 from dataclasses import dataclass
@@ -28,15 +36,17 @@ from typing import BinaryIO, Callable
 
 from .errors import ElfError
 from .fileio import byte_view
+from .layout import field_error
+from .magic import ELF_MAGIC, FileKind, identify
 
 __all__ = [
     "SHT_NULL", "SHT_PROGBITS", "SHT_SYMTAB", "SHT_STRTAB", "SHT_RELA", "SHT_NOBITS", "SHT_REL",
     "SHT_GROUP", "SHT_SYMTAB_SHNDX", "SHT_LLVM_ADDRSIG", "SHT_LLVM_OFFLOADING", "SHF_EXCLUDE",
     "SHF_GROUP", "SHF_INFO_LINK", "SHF_LINK_ORDER", "ElfSection", "NewSection", "ElfType",
-    "is_elf", "elf_type", "read_sections", "add_sections", "remove_sections",
+    "is_elf", "elf_type", "read_sections", "open_elffile", "add_sections", "remove_sections",
+    "empty_relocatable_like",
 ]
 
-ELF_MAGIC = b"\x7fELF"
 ELFCLASS32, ELFCLASS64 = 1, 2
 ELFDATA2LSB, ELFDATA2MSB = 1, 2
 ET_NONE, ET_REL, ET_EXEC, ET_DYN, ET_CORE = 0, 1, 2, 3, 4
@@ -66,8 +76,6 @@ SHF_EXCLUDE = 0x80000000
 SHN_UNDEF = 0
 SHN_LORESERVE = 0xFF00
 SHN_XINDEX = 0xFFFF
-
-GRP_COMDAT = 1
 
 # Padding to a section's alignment is capped: in ET_REL files the linker takes alignment from
 # sh_addralign, not from the file offset; only table sections need natural (word) alignment.
@@ -209,7 +217,7 @@ _ET_NAMES = {ET_NONE: "ET_NONE", ET_REL: "ET_REL", ET_EXEC: "ET_EXEC", ET_DYN: "
 
 def is_elf(buf) -> bool:
     """True if `buf` starts with the ELF magic (what LLVM's identify_magic checks)."""
-    return len(buf) >= 4 and bytes(buf[:4]) == ELF_MAGIC
+    return identify(buf) is FileKind.ELF
 
 
 def elf_type(buf) -> ElfType:
@@ -220,6 +228,46 @@ def elf_type(buf) -> ElfType:
 def read_sections(buf) -> list[ElfSection]:
     """All section headers of `buf` in index order (index 0, the null section, included)."""
     return _Elf(buf).sections
+
+
+class _ViewStream(io.RawIOBase):
+    """A read-only, seekable stream over a buffer: pyelftools reads through it without the whole
+    file being copied into `bytes` first."""
+
+    def __init__(self, buf) -> None:
+        super().__init__()
+        self._view = byte_view(buf)
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: len(self._view)}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def readinto(self, target) -> int:
+        chunk = self._view[self._pos:self._pos + len(target)]
+        target[:len(chunk)] = chunk
+        self._pos += len(chunk)
+        return len(chunk)
+
+
+def open_elffile(buf):
+    """`buf` as a pyelftools `ELFFile` (for symbols, relocations and section contents); a file
+    pyelftools cannot parse raises `ElfError`."""
+    try:
+        from elftools.elf.elffile import ELFFile
+        return ELFFile(_ViewStream(buf))
+    except Exception as exc:  # pyelftools raises ELFError, struct.error, ...
+        raise ElfError(f"not a readable ELF file: {exc}") from None
 
 
 class _Elf:
@@ -253,7 +301,7 @@ class _Elf:
         self.sections = self._read_section_headers()
 
     def _field_error(self, offset: int, field: str, msg: str) -> ElfError:
-        return ElfError(f"offset {offset:#x}: {field}: {msg}")
+        return field_error(ElfError, offset, field, msg)
 
     def _shdr_at(self, offset: int):
         return self.shdr_tuple._make(self.shdr_struct.unpack_from(self.buf, offset))
@@ -916,28 +964,28 @@ def empty_relocatable_like(buf) -> bytes:
     ei_class, ei_data = view[4], view[5]
     if ei_class not in (ELFCLASS32, ELFCLASS64) or ei_data not in (ELFDATA2LSB, ELFDATA2MSB):
         raise ElfError(f"reference object: unsupported ELF class {ei_class} / data encoding {ei_data} at offset 4")
-    end = "<" if ei_data == ELFDATA2LSB else ">"
-    wide = ei_class == ELFCLASS64
-    ehsize, shentsize, symsize = (64, 64, 24) if wide else (52, 40, 16)
+    ehdr_struct, shdr_struct = Elf_Ehdr.struct(ei_class, ei_data), Elf_Shdr.struct(ei_class, ei_data)
+    ehsize, shentsize = _IDENT_SIZE + ehdr_struct.size, shdr_struct.size
+    symsize = Elf_Sym.struct(ei_class, ei_data).size
     if len(view) < ehsize:
         raise ElfError(f"reference object: ELF header truncated ({len(view)} of {ehsize} bytes)")
-    e_machine = struct.unpack_from(end + "H", view, 18)[0]
-    e_flags = struct.unpack_from(end + "I", view, 48 if wide else 36)[0]
+    ref = Elf_Ehdr.tuple(ei_class)._make(ehdr_struct.unpack_from(view, _IDENT_SIZE))
     strtab = b"\0.symtab\0.strtab\0.note.GNU-stack\0"
-    align = 8 if wide else 4
+    align = 8 if ei_class == ELFCLASS64 else 4
     sym_off = ehsize + len(strtab)
     sym_off += -sym_off % align
     shoff = sym_off + symsize
     shoff += -shoff % align
     ident = bytes(view[:4]) + bytes([ei_class, ei_data, 1, view[7], view[8]]) + b"\0" * 7
-    word = "Q" if wide else "I"
-    header = ident + struct.pack(end + f"HHI{word}{word}{word}IHHHHHH", ET_REL, e_machine, 1, 0, 0, shoff, e_flags,
-                                 ehsize, 0, 0, shentsize, 4, 1)
+    header = ident + ehdr_struct.pack(*Elf_Ehdr.tuple(ei_class)(
+        e_type=ET_REL, e_machine=ref.e_machine, e_version=1, e_entry=0, e_phoff=0, e_shoff=shoff,
+        e_flags=ref.e_flags, e_ehsize=ehsize, e_phentsize=0, e_phnum=0, e_shentsize=shentsize, e_shnum=4,
+        e_shstrndx=1))
 
     def shdr(name, sh_type, offset, size, link, info, addralign, entsize):
-        if wide:
-            return struct.pack(end + "IIQQQQIIQQ", name, sh_type, 0, 0, offset, size, link, info, addralign, entsize)
-        return struct.pack(end + "IIIIIIIIII", name, sh_type, 0, 0, offset, size, link, info, addralign, entsize)
+        return shdr_struct.pack(*Elf_Shdr.tuple(ei_class)(
+            sh_name=name, sh_type=sh_type, sh_flags=0, sh_addr=0, sh_offset=offset, sh_size=size, sh_link=link,
+            sh_info=info, sh_addralign=addralign, sh_entsize=entsize))
 
     out = bytearray(header)
     out += strtab

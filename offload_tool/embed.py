@@ -2,9 +2,8 @@
 
 This is what `clang -cc1 -fembed-offload-object=<package>` does at compile time, done afterwards
 as a build step of its own, so that device code for one architecture can be rebuilt and
-re-embedded without recompiling the host code.  The section matches clang's
-(llvm-formats.md §7.1): type `SHT_LLVM_OFFLOADING` (0x6fff4c0b), flags `SHF_EXCLUDE` only,
-alignment 8; `clang-linker-wrapper` finds it by type and the static linker drops it."""
+re-embedded without recompiling the host code.  The section matches clang's: type
+`SHT_LLVM_OFFLOADING` (0x6fff4c0b), flags `SHF_EXCLUDE` only, alignment 8; `clang-linker-wrapper` finds it by type and the static linker drops it."""
 
 from __future__ import annotations
 
@@ -12,14 +11,15 @@ import sys
 from contextlib import ExitStack
 from typing import BinaryIO
 
-from .errors import ElfError, OffloadBinaryError, OffloadError, UsageError
+from .command_line import ArgumentParser, Option, run_command
+from .errors import ElfError, OffloadBinaryError, UsageError
 from .fileio import atomic_output, open_input
-from .offload_binary import read_offload_binaries
+from .offload_binary import OFFLOADING_SECTION, read_offload_binaries
 
-__all__ = ["embed_offload_package", "embed_files", "main", "OFFLOADING_SECTION", "SECTION_ALIGN"]
+__all__ = ["embed_offload_package", "embed_files", "run", "main", "PROG", "OFFLOADING_SECTION", "SECTION_ALIGN"]
 
-OFFLOADING_SECTION = ".llvm.offloading"
 SECTION_ALIGN = 8
+PROG = "offload-embed"
 
 
 def _check_package(package) -> None:
@@ -85,46 +85,29 @@ Several packages are concatenated in the order given.
 """
 
 
-def main(argv: list[str] | None = None, prog: str = "offload-embed") -> int:
+_OPTIONS = [Option("empty-host"), Option("h"), Option("help"), Option("o", value=True, dest="output"),
+            Option("output", value=True)]
+
+
+def run(argv: list[str], prog: str = PROG) -> int:
+    """The embed command line (`prog` names the command in messages)."""
+    opts = ArgumentParser(prog, _OPTIONS).parse(argv)
+    if opts.flag("h", "help"):
+        sys.stdout.write(USAGE.format(prog=prog))
+        return 0
+    output = opts.last("output")
+    if output is None:
+        raise UsageError("no output file given (-o OUT.o)")
+    if len(opts.positionals) < 2:
+        raise UsageError("expected a host object and at least one package")
+    embed_files(opts.positionals[0], opts.positionals[1:], output, empty_host=opts.flag("empty-host"))
+    return 0
+
+
+def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     """`python -m offload_tool.embed HOST.o PACKAGE -o OUT.o`"""
     argv = sys.argv[1:] if argv is None else list(argv)
-    try:
-        output = None
-        empty_host = False
-        positional: list[str] = []
-        i = 0
-        while i < len(argv):
-            a = argv[i]
-            i += 1
-            if a == "--empty-host":
-                empty_host = True
-                continue
-            if a in ("-h", "--help"):
-                sys.stdout.write(USAGE.format(prog=prog))
-                return 0
-            if a == "-o" or a == "--output":
-                if i >= len(argv):
-                    raise UsageError(f"option {a} requires a value")
-                output = argv[i]
-                i += 1
-            elif a.startswith("-o") and len(a) > 2:
-                output = a[2:]
-            elif a.startswith("--output="):
-                output = a[len("--output="):]
-            elif a.startswith("-") and a != "-":
-                raise UsageError(f"unknown option '{a}' (see {prog} --help)")
-            else:
-                positional.append(a)
-        if output is None:
-            raise UsageError("no output file given (-o OUT.o)")
-        if len(positional) < 2:
-            raise UsageError("expected a host object and at least one package")
-        embed_files(positional[0], positional[1:], output, empty_host=empty_host)
-        return 0
-    except OffloadError as exc:
-        msg = " ".join(str(exc).splitlines())
-        print(f"{prog}: error: {msg}", file=sys.stderr)
-        return 1
+    return run_command(prog, lambda: run(argv, prog))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Finding OffloadBinary images wherever LLVM finds them (`extractOffloadBinaries`, llvm-formats.md §6.3).
+"""Finding OffloadBinary images wherever LLVM finds them (`extractOffloadBinaries`).
 
 Dispatch is on the file's magic, as LLVM's `identify_magic`: a raw package (`10 FF 10 AD`) is
 read back to back; ELF relocatable objects, executables and shared libraries contribute every
@@ -12,22 +12,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import coff, elf
 from .bitcode import BitcodeError, embedded_objects
 from .errors import OffloadBinaryError, OffloadError
 from .fileio import byte_view
-from .offload_binary import OffloadImage, is_bitcode, read_offload_binaries
+from .magic import FileKind, identify
+from .offload_binary import OFFLOADING_SECTION, OffloadImage, read_offload_binaries
 
-__all__ = ["FoundImage", "find_offload_images", "file_kind", "SHT_LLVM_OFFLOADING", "MAX_ARCHIVE_DEPTH"]
+__all__ = ["FoundImage", "find_offload_images", "file_kind", "MAX_ARCHIVE_DEPTH"]
 
-SHT_LLVM_OFFLOADING = 0x6FFF4C0B
-OFFLOADING_SECTION = ".llvm.offloading"
 MAX_ARCHIVE_DEPTH = 8
-
-_ELF_MAGIC = b"\x7fELF"
-# `identify_magic` COFF object machines: AMD64, ARM64, i386, ARMNT.
-_COFF_MACHINES = {0x8664, 0xAA64, 0x014C, 0x01C4}
-_AR_MAGIC = b"!<arch>\n"
-_THIN_AR_MAGIC = b"!<thin>\n"
 
 
 @dataclass
@@ -48,32 +42,19 @@ class FoundImage:
 
 
 def file_kind(buf) -> str:
-    """What `identify_magic` would call `buf`, as far as extraction cares:
-    `package`, `elf`, `coff`, `bitcode`, `archive` or `other`."""
-    head = bytes(buf[:8])
-    if head[:4] == b"\x10\xff\x10\xad":
-        return "package"
-    if head[:4] == _ELF_MAGIC:
-        return "elf"
-    if is_bitcode(head):
-        return "bitcode"
-    if head == _AR_MAGIC or head == _THIN_AR_MAGIC:
-        return "archive"
-    if len(head) >= 2 and (head[0] | head[1] << 8) in _COFF_MACHINES:
-        return "coff"
-    return "other"
+    """Which searcher extraction uses for `buf` (`identify`'s kind, in extraction's words):
+    `package`, `elf`, `coff`, `bitcode`, `archive` or `other` (holds no images)."""
+    return _CONTAINER_WORDS.get(identify(buf), "other")
 
 
 def _elf_images(buf, name: str, member: str | None, llvm_version: int | None) -> list[FoundImage]:
-    from . import elf  # shared ELF reader (pyelftools based)
-
     found: list[FoundImage] = []
     etype = elf.elf_type(buf)
     # LLVM creates an ObjectFile only for these; cores and others hold no images.
     if etype not in ("ET_REL", "ET_EXEC", "ET_DYN", 1, 2, 3):
         return found
     for sec in elf.read_sections(buf):
-        if sec.sh_type != SHT_LLVM_OFFLOADING:
+        if sec.sh_type != elf.SHT_LLVM_OFFLOADING:
             continue
         try:
             images = read_offload_binaries(sec.data, llvm_version=llvm_version)
@@ -100,43 +81,15 @@ def _bitcode_images(buf, name: str, member: str | None, llvm_version: int | None
     return found
 
 
-def _coff_sections(buf, name: str) -> list[tuple[str, int, int]]:
-    """(name, file offset, size) of every section of a COFF object, bounds-checked."""
-    import struct
-
-    if len(buf) < 20:
-        raise OffloadError(f"{name}: COFF header is truncated")
-    _machine, nsections, _time, symtab_ptr, nsymbols, opt_size, _chars = struct.unpack_from("<HHIIIHH", buf, 0)
-    table = 20 + opt_size
-    if table + 40 * nsections > len(buf):
-        raise OffloadError(f"{name}: COFF section table ({nsections} sections at {table:#x}) runs past the end")
-    strtab = symtab_ptr + 18 * nsymbols
-    out = []
-    for i in range(nsections):
-        off = table + 40 * i
-        raw_name = bytes(buf[off:off + 8]).rstrip(b"\0")
-        size, ptr = struct.unpack_from("<II", buf, off + 16)
-        if raw_name.startswith(b"/") and not raw_name.startswith(b"//") and raw_name[1:].isdigit():
-            pos = strtab + int(raw_name[1:])
-            end = bytes(buf[pos:pos + 4096]).find(b"\0") if pos < len(buf) else -1
-            if end < 0:
-                raise OffloadError(f"{name}: COFF section {i} long name at {pos:#x} is out of range")
-            raw_name = bytes(buf[pos:pos + end])
-        sec_name = raw_name.decode("utf-8", "surrogateescape")
-        if size and ptr + size > len(buf):
-            raise OffloadError(f"{name}: COFF section {sec_name} data ({size} bytes at {ptr:#x}) runs past the end")
-        out.append((sec_name, ptr, size))
-    return out
-
-
 def _coff_images(buf, name: str, member: str | None, llvm_version: int | None) -> list[FoundImage]:
     """COFF objects: sections whose name starts with `.llvm.offloading` (LLVM's rule for COFF)."""
     found: list[FoundImage] = []
-    for sec_name, ptr, size in _coff_sections(buf, name):
+    for sec in coff.read_sections(buf, name):
+        sec_name, ptr = sec.name, sec.offset
         if not sec_name.startswith(OFFLOADING_SECTION):
             continue
         try:
-            images = read_offload_binaries(buf[ptr:ptr + size], llvm_version=llvm_version)
+            images = read_offload_binaries(buf[ptr:ptr + sec.size], llvm_version=llvm_version)
         except OffloadBinaryError as exc:
             raise OffloadBinaryError(f"{name}: section {sec_name} at file offset {ptr:#x}: {exc}") from None
         for i, img in enumerate(images):
@@ -155,24 +108,36 @@ def _archive_images(buf, name: str, llvm_version: int | None, depth: int) -> lis
     return found
 
 
+def _package_images(buf, name: str, member: str | None, llvm_version: int | None) -> list[FoundImage]:
+    try:
+        images = read_offload_binaries(buf, llvm_version=llvm_version)
+    except OffloadBinaryError as exc:
+        raise OffloadBinaryError(f"{name}: {exc}") from None
+    return [FoundImage(f"{name}[{i}]", "package", img, None, member, i) for i, img in enumerate(images)]
+
+
+def _thin_archive(buf, name: str, *_args) -> list[FoundImage]:
+    raise OffloadError(f"{name}: thin archives are not supported")
+
+
+# The kinds extraction searches: kind -> (word for `file_kind`, searcher).
+_SEARCHERS = {
+    FileKind.OFFLOAD_BINARY: ("package", _package_images),
+    FileKind.ELF: ("elf", _elf_images),
+    FileKind.BITCODE: ("bitcode", _bitcode_images),
+    FileKind.COFF: ("coff", _coff_images),
+    FileKind.THIN_ARCHIVE: ("archive", _thin_archive),
+}
+_CONTAINER_WORDS = {kind: word for kind, (word, _) in _SEARCHERS.items()}
+_CONTAINER_WORDS[FileKind.ARCHIVE] = "archive"
+
+
 def _find(buf, name: str, member: str | None, llvm_version: int | None, depth: int) -> list[FoundImage]:
-    kind = file_kind(buf)
-    if kind == "package":
-        try:
-            images = read_offload_binaries(buf, llvm_version=llvm_version)
-        except OffloadBinaryError as exc:
-            raise OffloadBinaryError(f"{name}: {exc}") from None
-        return [FoundImage(f"{name}[{i}]", "package", img, None, member, i) for i, img in enumerate(images)]
-    if kind == "elf":
-        return _elf_images(buf, name, member, llvm_version)
-    if kind == "bitcode":
-        return _bitcode_images(buf, name, member, llvm_version)
-    if kind == "coff":
-        return _coff_images(buf, name, member, llvm_version)
-    if kind == "archive":
-        if bytes(buf[:8]) == _THIN_AR_MAGIC:
-            raise OffloadError(f"{name}: thin archives are not supported")
+    kind = identify(buf)
+    if kind is FileKind.ARCHIVE:
         return _archive_images(buf, name, llvm_version, depth)
+    if kind in _SEARCHERS:
+        return _SEARCHERS[kind][1](buf, name, member, llvm_version)
     return []
 
 

@@ -41,11 +41,12 @@ CUDA releases), padded to 8."""
 from __future__ import annotations
 
 import io
-import struct
 from dataclasses import dataclass, field
 
 from .errors import FatbinError
 from .fileio import byte_view
+from .layout import Layout
+from .magic import FATBIN_MAGIC, FileKind, identify
 
 __all__ = [
     "FATBIN_MAGIC", "FatbinEntry", "Fatbin", "is_fatbin", "read_fatbin", "read_fatbins", "write_fatbin",
@@ -54,17 +55,17 @@ __all__ = [
     "FLAG_FAMILY_SPECIFIC",
 ]
 
-FATBIN_MAGIC = 0xBA55ED50
 FATBIN_VERSION = 1
 #: Section names nvcc uses for fat binaries in host objects and programs (`__nv_relfatbin`: `-rdc`).
 FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
 
-HEADER = struct.Struct("<IHHQ")  # magic, version, header_size, fat_size
-ENTRY = struct.Struct("<HHIQIIHHIIIQQQ")
-# kind, format_version, header_size, padded_size, compressed_size, options_offset, minor, major,
-# sm, name_offset, name_size, flags, reserved, uncompressed_size
-DESCRIPTOR = struct.Struct("<II")  # offset, size (of the options blob, inside the entry header)
-assert HEADER.size == 16 and ENTRY.size == 64
+HEADER = Layout("fat binary header", [("magic", "I"), ("version", "H"), ("header_size", "H"), ("fat_size", "Q")])
+ENTRY = Layout("fat binary entry header", [
+    ("kind", "H"), ("format_version", "H"), ("header_size", "I"), ("padded_size", "Q"), ("compressed_size", "I"),
+    ("options_offset", "I"), ("minor", "H"), ("major", "H"), ("sm", "I"), ("name_offset", "I"), ("name_size", "I"),
+    ("flags", "Q"), ("reserved", "Q"), ("uncompressed_size", "Q")])
+#: Where the options blob lies inside the entry header.
+DESCRIPTOR = Layout("fat binary options descriptor", [("offset", "I"), ("size", "I")])
 
 KIND_PTX = 1
 KIND_ELF = 2
@@ -192,20 +193,15 @@ class Fatbin:
 
 def is_fatbin(buf) -> bool:
     """True if `buf` starts with a fat binary header."""
-    return len(buf) >= 4 and struct.unpack_from("<I", buf, 0)[0] == FATBIN_MAGIC
-
-
-def _c_string_bytes(blob) -> bytes:
-    raw = bytes(blob)
-    nul = raw.find(b"\0")
-    return raw if nul < 0 else raw[:nul]
+    return identify(buf) is FileKind.FATBIN
 
 
 def _read_entry(buf, off: int, end: int) -> FatbinEntry:
     if off + ENTRY.size > end:
         raise FatbinError(f"fat binary entry at offset {off:#x}: header truncated ({end - off} of {ENTRY.size} bytes)")
-    (kind, fmt, header_size, padded_size, compressed_size, options_offset, minor, major, sm, name_offset,
-     name_size, flags, reserved, uncompressed_size) = ENTRY.unpack_from(buf, off)
+    e = ENTRY.read(buf, off, FatbinError)
+    header_size, padded_size, compressed_size = e.header_size, e.padded_size, e.compressed_size
+    name_offset, name_size, options_offset = e.name_offset, e.name_size, e.options_offset
     where = f"fat binary entry at offset {off:#x}"
     if header_size < ENTRY.size:
         raise FatbinError(f"{where}: header_size {header_size} is smaller than {ENTRY.size}")
@@ -225,14 +221,16 @@ def _read_entry(buf, off: int, end: int) -> FatbinEntry:
     if options_offset:
         if options_offset < ENTRY.size or options_offset > header_size - DESCRIPTOR.size:
             raise FatbinError(f"{where}: options_offset {options_offset} lies outside the entry header")
-        opt_off, opt_size = DESCRIPTOR.unpack_from(header, options_offset)
+        descriptor = DESCRIPTOR.read(header, options_offset, FatbinError, where)
+        opt_off, opt_size = descriptor.offset, descriptor.size
         if opt_off > header_size or opt_size > header_size - opt_off:
             raise FatbinError(f"{where}: options (offset {opt_off}, size {opt_size}) lie outside the entry header")
         options = bytes(header[opt_off: opt_off + opt_size])
     payload = buf[off + header_size: off + header_size + padded_size]
-    return FatbinEntry(kind=kind, sm=sm, flags=flags, payload=payload, compressed_size=compressed_size,
-                       uncompressed_size=uncompressed_size, minor=minor, major=major, name=name, options=options,
-                       format_version=fmt, reserved=reserved, header_size=header_size, offset=off)
+    return FatbinEntry(kind=e.kind, sm=e.sm, flags=e.flags, payload=payload, compressed_size=compressed_size,
+                       uncompressed_size=e.uncompressed_size, minor=e.minor, major=e.major, name=name,
+                       options=options, format_version=e.format_version, reserved=e.reserved,
+                       header_size=header_size, offset=off)
 
 
 def read_fatbin(buf, offset: int = 0) -> Fatbin:
@@ -240,7 +238,8 @@ def read_fatbin(buf, offset: int = 0) -> Fatbin:
     buf = byte_view(buf)
     if offset + HEADER.size > len(buf):
         raise FatbinError(f"fat binary at offset {offset:#x}: header truncated ({max(0, len(buf) - offset)} of 16 bytes)")
-    magic, version, header_size, fat_size = HEADER.unpack_from(buf, offset)
+    h = HEADER.read(buf, offset, FatbinError)
+    magic, version, header_size, fat_size = h.magic, h.version, h.header_size, h.fat_size
     if magic != FATBIN_MAGIC:
         raise FatbinError(f"fat binary at offset {offset:#x}: bad magic {magic:#010x} (expected {FATBIN_MAGIC:#010x})")
     if header_size < HEADER.size or header_size > len(buf) - offset:
@@ -304,11 +303,13 @@ def _entry_bytes(entry: FatbinEntry) -> tuple[bytes, int]:
     if entry.options is not None:
         options_offset = ENTRY.size + len(tail)
         blob = bytes(entry.options)
-        tail += DESCRIPTOR.pack(options_offset + DESCRIPTOR.size, len(blob)) + _padded_string(blob)
+        tail += DESCRIPTOR.build(offset=options_offset + DESCRIPTOR.size, size=len(blob)) + _padded_string(blob)
     payload_len = _align8(len(entry.payload))
-    header = ENTRY.pack(entry.kind, entry.format_version, ENTRY.size + len(tail), payload_len, entry.compressed_size,
-                        options_offset, entry.minor, entry.major, entry.sm, name_offset, name_size, entry.flags,
-                        entry.reserved, entry.uncompressed_size)
+    header = ENTRY.build(kind=entry.kind, format_version=entry.format_version, header_size=ENTRY.size + len(tail),
+                         padded_size=payload_len, compressed_size=entry.compressed_size,
+                         options_offset=options_offset, minor=entry.minor, major=entry.major, sm=entry.sm,
+                         name_offset=name_offset, name_size=name_size, flags=entry.flags, reserved=entry.reserved,
+                         uncompressed_size=entry.uncompressed_size)
     return header + tail, payload_len
 
 
@@ -323,7 +324,8 @@ def write_fatbin(entries: list[FatbinEntry]) -> bytes:
         payload = bytes(entry.payload)
         parts += [header, payload, b"\0" * (payload_len - len(payload))]
         total += len(header) + payload_len
-    return HEADER.pack(FATBIN_MAGIC, FATBIN_VERSION, HEADER.size, total) + b"".join(parts)
+    header = HEADER.build(magic=FATBIN_MAGIC, version=FATBIN_VERSION, header_size=HEADER.size, fat_size=total)
+    return header + b"".join(parts)
 
 
 def make_entry(kind: int, sm: int, image: bytes, *, flags: int = FLAG_64BIT | FLAG_LINUX, name: bytes = b"",

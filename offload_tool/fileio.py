@@ -15,7 +15,7 @@ from typing import BinaryIO, Iterator
 
 from .errors import OffloadError, OutputPathError
 
-__all__ = ["byte_view", "open_input", "read_input", "atomic_output", "write_atomic", "safe_join", "sanitize_name"]
+__all__ = ["byte_view", "open_input", "atomic_output", "safe_join", "sanitize_name"]
 
 
 def byte_view(buf) -> memoryview:
@@ -56,17 +56,6 @@ def open_input(path: str | os.PathLike) -> Iterator[memoryview]:
             except BufferError:
                 # A caller kept a slice alive; the map is freed when the last view goes.
                 pass
-
-
-def read_input(path: str | os.PathLike) -> bytes:
-    """Read a whole (small) input file, with the library's error convention."""
-    if str(path) == "-":
-        return sys.stdin.buffer.read()
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError as exc:
-        raise OffloadError(f"'{os.fspath(path)}': {exc.strerror or exc}") from None
 
 
 _UMASK_LOCK = threading.Lock()
@@ -131,13 +120,6 @@ def atomic_output(path: str | os.PathLike, mode: int | None = None) -> Iterator[
         if isinstance(exc, OSError):
             raise OffloadError(f"'{path}': {exc.strerror or exc}") from None
         raise
-
-
-def write_atomic(path: str | os.PathLike, *chunks: bytes | bytearray | memoryview) -> None:
-    """Write `chunks` to `path` atomically."""
-    with atomic_output(path) as f:
-        for chunk in chunks:
-            f.write(chunk)
 
 
 _BAD_NAME_CHARS = {"/", "\\", "\0"}

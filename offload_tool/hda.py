@@ -2,7 +2,7 @@
 
 A heterogeneous static library is an `ar` archive whose members are bundles: object bundles
 (fat objects from `-fgpu-rdc` / the old offload driver), binary bundles, or compressed bundles of
-either.  Unbundling writes one device-specific archive per requested target (llvm-formats.md §5.4):
+either.  Unbundling writes one device-specific archive per requested target:
 
 * members are visited in archive order; a compressed member is decompressed (hash checked), then
   read with the object handler if it is an object file, else as a binary bundle (StringMap order);
@@ -32,41 +32,18 @@ import os
 import re
 from functools import lru_cache
 
+from . import llvm_path
 from .archive import read_archive, write_archive
 from .errors import BundleError, CompressionError, UsageError
 from .fileio import atomic_output, open_input, sanitize_name
+from .magic import FileKind, bundle_handler, identify
 
-__all__ = ["unbundle_archive", "archive_member_entries", "device_member_name", "llvm_stem", "llvm_extension"]
-
-
-def _llvm_filename(path: str) -> str:
-    """`llvm::sys::path::filename` (POSIX style): the last component; "." for a trailing '/'."""
-    if path.endswith("/"):
-        return "." if path.strip("/") else "/"
-    return path.rsplit("/", 1)[-1]
-
-
-def llvm_stem(path: str) -> str:
-    """`llvm::sys::path::stem`: the file name without its last extension (".bashrc" -> "")."""
-    name = _llvm_filename(path)
-    if name in (".", ".."):
-        return name
-    dot = name.rfind(".")
-    return name if dot < 0 else name[:dot]
-
-
-def llvm_extension(path: str) -> str:
-    """`llvm::sys::path::extension`: the last extension with its dot ("" for none, "." and "..")."""
-    name = _llvm_filename(path)
-    if name in (".", ".."):
-        return ""
-    dot = name.rfind(".")
-    return "" if dot < 0 else name[dot:]
+__all__ = ["unbundle_archive", "archive_member_entries", "device_member_name"]
 
 
 def device_member_name(member_name: str, bundle_entry_id: str) -> str:
     """The name LLVM 19 gives the extracted entry in the device-specific archive."""
-    return _device_member_name(llvm_stem(member_name), llvm_extension(member_name), bundle_entry_id)
+    return _device_member_name(llvm_path.stem(member_name), llvm_path.extension(member_name), bundle_entry_id)
 
 
 def _device_member_name(stem: str, member_extension: str, bundle_entry_id: str) -> str:
@@ -118,18 +95,16 @@ def _stringmap_order(entries: list) -> list:
 def _entries(data, *, decompress: bool, where: str) -> list:
     """Bundle entries of one member in the order LLVM's handler yields them."""
     from .bundle import read_binary_bundle
-    from .objbundle import is_object_file, read_object_bundle
+    from .objbundle import read_object_bundle
 
-    if decompress:
+    if decompress and identify(data) is FileKind.COMPRESSED_BUNDLE:
         from .ccob import decompress as ccob_decompress
-        from .ccob import is_compressed
 
-        if is_compressed(data):
-            try:
-                data = memoryview(ccob_decompress(data)[0])
-            except CompressionError as exc:
-                raise CompressionError(f"Failed to decompress code object: {exc} ({where})") from None
-    if is_object_file(data):
+        try:
+            data = memoryview(ccob_decompress(data)[0])
+        except CompressionError as exc:
+            raise CompressionError(f"Failed to decompress code object: {exc} ({where})") from None
+    if bundle_handler("a", data) == "object":
         return read_object_bundle(data)
     return _stringmap_order(read_binary_bundle(data))
 
@@ -143,11 +118,11 @@ def _check_archive(members, archive_path: str) -> None:
     """`CheckHeterogeneousArchive`: per member, the target-ID conflict rule on its entry IDs."""
     from .bundle import read_binary_bundle
     from .bundle_id import archive_conflict
-    from .objbundle import is_object_file, object_bundle_ids
+    from .objbundle import object_bundle_ids
 
     for m in members:
         # Not decompressed: LLVM checks the member as stored.
-        if is_object_file(m.data):
+        if bundle_handler("a", m.data) == "object":
             ids = object_bundle_ids(m.data)
         else:
             ids = [e.bundle_entry_id for e in read_binary_bundle(m.data)]
@@ -176,8 +151,8 @@ def unbundle_archive(input_path, targets: list[str], output_paths: list[str], *,
         outputs: dict[str, list[tuple[str, object]]] = {}
         compatible_cache: dict[str, list[str]] = {}
         for m in members:
-            member_file = _llvm_filename(m.name)
-            stem, ext = llvm_stem(member_file), llvm_extension(member_file)
+            member_file = llvm_path.filename(m.name)
+            stem, ext = llvm_path.stem(member_file), llvm_path.extension(member_file)
             for entry in _entries(m.data, decompress=True, where=m.name):
                 compatible = compatible_cache.get(entry.bundle_entry_id)
                 if compatible is None:

@@ -22,9 +22,11 @@ import json
 from dataclasses import dataclass, field
 
 from . import fatbin as _fatbin
+from . import objbundle
 from .errors import OffloadError
 from .fileio import byte_view
-from .offload_binary import OffloadImage, is_bitcode, objdump_image_kind_name, offload_kind_name
+from .magic import TEXT_BUNDLE_COMMENTS, FileKind, identify, text_bundle_comment
+from .offload_binary import OffloadImage, objdump_image_kind_name, offload_kind_name
 
 __all__ = ["DeviceImage", "inspect_buffer", "inspect_file", "format_table", "to_json", "MAX_DEPTH",
            "AMBIGUOUS_PRODUCER", "AMBIGUOUS_PRODUCER_NOTE"]
@@ -36,13 +38,17 @@ AMBIGUOUS_PRODUCER = "hip?"
 AMBIGUOUS_PRODUCER_NOTE = ("offload kind 3 is HIP as written by LLVM 19/20 but OpenMP|CUDA as read by LLVM 21+; "
                            "pass --llvm-version to decide")
 
-_BUNDLE_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
-_TEXT_START = b" __CLANG_OFFLOAD_BUNDLE____START__ "
-_TEXT_COMMENTS = {b"//": "i", b";": "ll", b"#": "s"}  # comment prefix -> a bundler -type using it
-_CCOB_MAGIC = b"CCOB"
-_ELF_MAGIC = b"\x7fELF"
-_AR_MAGICS = (b"!<arch>\n", b"!<thin>\n")
 _HIP_FATBIN_SECTIONS = (".hip_fatbin",)
+
+# Containers whose contents are listed (a leaf image is anything else), and how `inspect` names them.
+_CONTAINERS = {
+    FileKind.OFFLOAD_BINARY: "package", FileKind.FATBIN: "fatbin", FileKind.COMPRESSED_BUNDLE: "ccob",
+    FileKind.CLANG_BUNDLE: "bundle", FileKind.ARCHIVE: "archive", FileKind.THIN_ARCHIVE: "archive",
+    FileKind.TEXT_BUNDLE: "text-bundle",
+}
+# `llvm-objdump --offloading`'s words for an image's content, where they apply.
+_IMAGE_KIND_WORDS = {FileKind.ELF: "elf", FileKind.BITCODE: "llvm ir", FileKind.FATBIN: "fatbinary",
+                     FileKind.OFFLOAD_BINARY: "offload-binary"}
 
 
 @dataclass
@@ -84,15 +90,9 @@ class DeviceImage:
 
 def content_image_kind(data) -> str:
     """Name an image by its bytes, with `llvm-objdump --offloading`'s words where they apply."""
-    head = bytes(data[:8])
-    if head[:4] == _ELF_MAGIC:
-        return "elf"
-    if is_bitcode(head):
-        return "llvm ir"
-    if _fatbin.is_fatbin(head):
-        return "fatbinary"
-    if head[:4] == b"\x10\xff\x10\xad":
-        return "offload-binary"
+    word = _IMAGE_KIND_WORDS.get(identify(data))
+    if word is not None:
+        return word
     return "unknown" if len(data) else "empty"
 
 
@@ -107,36 +107,21 @@ class _Scanner:
 
     def container_kind(self, data) -> str | None:
         """The container format `data` starts with, or None if it is a leaf (device code, host code)."""
-        head = bytes(data[:32])
-        if head[:4] == b"\x10\xff\x10\xad":
-            return "package"
-        if _fatbin.is_fatbin(head):
-            return "fatbin"
-        if head[:4] == _CCOB_MAGIC:
-            return "ccob"
-        if head[:24] == _BUNDLE_MAGIC and len(data) >= 25:
-            return "bundle"
-        if head[:8] in _AR_MAGICS:
-            return "archive"
-        if head[:1] == b"\n" and _text_bundle_comment(data) is not None:
-            return "text-bundle"
-        return None
+        return _CONTAINERS.get(identify(data))
 
     def scan_file(self, data, path: str, wrappers: list[str], depth: int) -> None:
         """A whole file or archive member: containers, ELF objects and bitcode are searched."""
         if depth > MAX_DEPTH:
             raise OffloadError(f"{path}: containers nested more than {MAX_DEPTH} deep")
-        head = bytes(data[:4])
+        kind = identify(data)
         self.files.append(path)
         try:
-            if head == _ELF_MAGIC:
+            if kind is FileKind.ELF:
                 self.scan_elf(data, path, wrappers, depth)
-            elif is_bitcode(head):
+            elif kind is FileKind.BITCODE:
                 self.scan_bitcode(data, path, wrappers, depth)
-            else:
-                kind = self.container_kind(data)
-                if kind is not None:
-                    self.scan_container(kind, data, path, wrappers, depth, compressed=False)
+            elif kind in _CONTAINERS:
+                self.scan_container(_CONTAINERS[kind], data, path, wrappers, depth, compressed=False)
         finally:
             self.files.pop()
 
@@ -255,7 +240,7 @@ class _Scanner:
 
     def scan_archive(self, data, path: str, wrappers: list[str], depth: int) -> None:
         from .archive import read_archive
-        if bytes(data[:8]) == b"!<thin>\n":
+        if identify(data) is FileKind.THIN_ARCHIVE:
             raise OffloadError(f"{path}: thin archives are not supported")
         for m in read_archive(data):
             self.scan_file(m.data, f"{path}({m.name})", wrappers + ["archive"], depth + 1)
@@ -267,15 +252,14 @@ class _Scanner:
 
     def scan_elf(self, data, path: str, wrappers: list[str], depth: int) -> None:
         from . import elf
-        from .extract import SHT_LLVM_OFFLOADING
         for sec in elf.read_sections(data):
             name = sec.name
             spath = f"{path}:{name}"
-            if sec.sh_type == SHT_LLVM_OFFLOADING:
+            if sec.sh_type == elf.SHT_LLVM_OFFLOADING:
                 self.scan_package(sec.data, spath, wrappers + ["elf"], depth + 1, False)
-            elif name.startswith("__CLANG_OFFLOAD_BUNDLE__") and len(name) > len("__CLANG_OFFLOAD_BUNDLE__"):
+            elif objbundle.is_bundle_section_name(name):
                 # Object bundle: one entry per section; the host entry is a single 0 byte.
-                bid = name[len("__CLANG_OFFLOAD_BUNDLE__"):]
+                bid = objbundle.bundle_entry_id_of(name)
                 self.scan_bundle_entries([_Entry(bid, sec.data)], "object-bundle", path, wrappers + ["elf"],
                                          depth + 1, False)
             elif name in _HIP_FATBIN_SECTIONS or name in _fatbin.FATBIN_SECTIONS:
@@ -307,8 +291,7 @@ class _Scanner:
 
 def _bundle_extent(data) -> int | None:
     """Bytes taken by the (binary or compressed) bundle at the start of `data`; None if unknown."""
-    head = bytes(data[:4])
-    if head == _CCOB_MAGIC:
+    if identify(data) is FileKind.COMPRESSED_BUNDLE:
         from . import ccob
         info = ccob.read_header(data)
         return info.total_size  # None for version 1, which records no size
@@ -325,7 +308,7 @@ def _split_bundles(data) -> list[tuple[int, memoryview]]:
     pos = 0
     n = len(view)
     while pos < n:
-        if bytes(view[pos:pos + 4]) not in (_BUNDLE_MAGIC[:4], _CCOB_MAGIC):
+        if identify(view[pos:]) not in (FileKind.CLANG_BUNDLE, FileKind.COMPRESSED_BUNDLE):
             if parts and not any(bytes(view[pos:])):  # trailing padding
                 break
             if parts:
@@ -354,19 +337,9 @@ class _Entry:
     data: object
 
 
-def _text_bundle_comment(data) -> bytes | None:
-    """The comment prefix of a text bundle starting at `data`, or None if it is not one."""
-    first = bytes(data[: 16 + len(_TEXT_START)])
-    for comment in _TEXT_COMMENTS:
-        if first.startswith(b"\n" + comment + _TEXT_START):
-            return comment
-    return None
-
-
 def _read_text_bundle(data):
     from . import bundle
-    comment = _text_bundle_comment(data)
-    return bundle.read_text_bundle(data, _TEXT_COMMENTS[comment])
+    return bundle.read_text_bundle(data, TEXT_BUNDLE_COMMENTS[text_bundle_comment(data)])
 
 
 def with_file_name(exc: OffloadError, name: str) -> OffloadError:

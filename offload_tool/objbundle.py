@@ -2,7 +2,7 @@
 
 LLVM 19 bundles into an object by running `llvm-objcopy --add-section=__CLANG_OFFLOAD_BUNDLE__<id>=<file>
 --set-section-flags=...=readonly,exclude` for each target, the host entry being a one-byte file
-holding 0x00 (llvm-formats.md §3).  Here the sections are added natively (`elf.add_sections`):
+holding 0x00.  Here the sections are added natively (`elf.add_sections`):
 `SHT_PROGBITS`, flags `SHF_EXCLUDE` only, alignment 1, appended after the existing sections in
 `-targets` order, so the static linker drops them and the host code is untouched.
 
@@ -16,7 +16,7 @@ bytes; it links and runs the same.
 
 Only ELF files are edited and read (relocatable objects, and also executables and shared objects,
 which LLVM's objcopy-based bundler accepts as hosts too).  LLVM's handler choice accepts any `ObjectFile` (ELF, COFF,
-Mach-O, Wasm, XCOFF); `is_object_file` answers as LLVM does, and reading or writing a non-ELF object
+Mach-O, Wasm, XCOFF); `magic.is_object_file` answers as LLVM does, and reading or writing a non-ELF object
 raises `BundleFormatError` rather than silently falling back to another format.
 """
 
@@ -25,54 +25,27 @@ from __future__ import annotations
 from typing import BinaryIO, Sequence
 
 from . import elf
-from .errors import BundleFormatError, ElfError
+from .errors import BundleFormatError
+from .magic import BUNDLE_MAGIC
 
-__all__ = ["OFFLOAD_BUNDLE_MAGIC", "HOST_MARKER", "is_object_file", "is_elf_object", "read_object_bundle",
-           "object_bundle_ids",
-           "write_object_bundle", "strip_bundle_sections", "bundle_section_name"]
+__all__ = ["OFFLOAD_BUNDLE_MAGIC", "HOST_MARKER", "is_bundle_section_name", "bundle_entry_id_of",
+           "read_object_bundle", "object_bundle_ids", "write_object_bundle", "strip_bundle_sections", "bundle_section_name"]
 
-OFFLOAD_BUNDLE_MAGIC = "__CLANG_OFFLOAD_BUNDLE__"
+OFFLOAD_BUNDLE_MAGIC = BUNDLE_MAGIC.decode("ascii")
 HOST_MARKER = b"\0"
 
 # identify_magic's `offload_bundle` needs sizeof("__CLANG_OFFLOAD_BUNDLE__") (with its NUL) bytes.
 _MIN_BUNDLE_NAME = len(OFFLOAD_BUNDLE_MAGIC) + 1
 
-_MACHO_MAGICS = {b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\xfe", b"\xcf\xfa\xed\xfe"}
-# COFF object machine types identify_magic recognizes (first two bytes, little-endian): i386, ARMNT,
-# m68k, PA-RISC, x86-64, ARM64, ARM64EC.
-_COFF_MACHINES = {0x014C, 0x01C4, 0x0268, 0x0290, 0x8664, 0xAA64, 0xA641}
+
+def is_bundle_section_name(name: str) -> bool:
+    """Whether LLVM's object handler reads a section of this name as a bundle entry."""
+    return len(name) >= _MIN_BUNDLE_NAME and name.startswith(OFFLOAD_BUNDLE_MAGIC)
 
 
-def is_elf_object(buf) -> bool:
-    """True if `buf` is an ELF file whose headers parse (what LLVM's createBinary needs for ELF)."""
-    if not elf.is_elf(buf):
-        return False
-    try:
-        elf.read_sections(buf)
-    except ElfError:
-        return False
-    return True
-
-
-def is_object_file(buf) -> bool:
-    """Whether LLVM 19's bundler would pick the object handler for `buf` (`createBinary` gives an
-    `ObjectFile`): a well-formed ELF file of any type, or a COFF / Mach-O / Wasm / XCOFF object by
-    magic.  Bitcode, archives, Mach-O universal files and everything else are not: LLVM then uses
-    the binary bundle format (how `.hip_fatbin` contents, bundled with `-input=/dev/null`, are made).
-    For non-ELF formats only the magic is checked here, not the full header."""
-    n = len(buf)
-    if n >= 4 and bytes(buf[:4]) == b"\x7fELF":
-        return is_elf_object(buf)
-    head = bytes(buf[:4])
-    if n >= 28 and head in _MACHO_MAGICS:
-        return True
-    if n >= 8 and head == b"\0asm":
-        return True
-    if n >= 20 and (head[0] | head[1] << 8) in _COFF_MACHINES:
-        return True
-    if n >= 20 and head[:2] in (b"\x01\xdf", b"\x01\xf7"):  # XCOFF 32 / 64
-        return True
-    return False
+def bundle_entry_id_of(section_name: str) -> str:
+    """The bundle entry ID a bundle section's name carries."""
+    return section_name[len(OFFLOAD_BUNDLE_MAGIC):]
 
 
 def bundle_section_name(bundle_entry_id: str) -> str:
@@ -85,15 +58,11 @@ def _require_elf(buf, what: str) -> None:
                                 f"Mach-O and others; this input is not ELF)")
 
 
-def _is_bundle_section(sec: elf.ElfSection) -> bool:
-    return len(sec.name) >= _MIN_BUNDLE_NAME and sec.name.startswith(OFFLOAD_BUNDLE_MAGIC)
-
-
 def object_bundle_ids(buf) -> list[str]:
     """The entry IDs of an ELF object bundle in section order, without extracting anything (what
     `-list` and `-check-input-archive` need; the host entry is not stripped here)."""
     _require_elf(buf, "read an object bundle")
-    return [s.name[len(OFFLOAD_BUNDLE_MAGIC):] for s in elf.read_sections(buf) if _is_bundle_section(s)]
+    return [bundle_entry_id_of(s.name) for s in elf.read_sections(buf) if is_bundle_section_name(s.name)]
 
 
 def read_object_bundle(buf) -> list:
@@ -107,9 +76,9 @@ def read_object_bundle(buf) -> list:
     entries = []
     stripped = None
     for sec in elf.read_sections(buf):
-        if not _is_bundle_section(sec):
+        if not is_bundle_section_name(sec.name):
             continue
-        bundle_entry_id = sec.name[len(OFFLOAD_BUNDLE_MAGIC):]
+        bundle_entry_id = bundle_entry_id_of(sec.name)
         if sec.size == 1 and bytes(sec.data) == HOST_MARKER:
             if stripped is None:
                 stripped = _stripped_bytes(buf)

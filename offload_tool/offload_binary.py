@@ -1,6 +1,6 @@
 """OffloadBinary (magic `10 FF 10 AD`) version 1: the device-image wrapper of the new offload driver.
 
-Layout and writer behaviour follow `llvm/Object/OffloadBinary` of LLVM 19 (llvm-formats.md §6):
+Layout and writer behaviour follow `llvm/Object/OffloadBinary` of LLVM 19:
 a 32-byte header, one 40-byte entry, `NumStrings` 16-byte string entries (absolute key/value
 offsets), an ELF-style tail-merged string table, the image, zero padding to a multiple of 8.
 The producer ("offload kind") numbering differs between LLVM releases: HIP is 3 in LLVM 19 and 4
@@ -9,34 +9,37 @@ ambiguous instead of guessing."""
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field
 from typing import BinaryIO, Mapping
 
 from .errors import OffloadBinaryError
+from . import llvm_path
 from .fileio import byte_view
+from .layout import Layout
+from .magic import OFFLOAD_BINARY_MAGIC, FileKind, identify
 
 __all__ = [
-    "MAGIC", "VERSION", "ALIGNMENT", "HEADER", "ENTRY", "STRING_ENTRY",
+    "MAGIC", "VERSION", "ALIGNMENT", "OFFLOADING_SECTION", "HEADER", "ENTRY", "STRING_ENTRY",
     "IMAGE_KINDS", "IMG_NONE", "IMG_OBJECT", "IMG_BITCODE", "IMG_CUBIN", "IMG_FATBINARY", "IMG_PTX",
     "IMG_SPIRV", "OFFLOAD_KINDS_19", "OFFLOAD_KINDS_22", "DEFAULT_LLVM_VERSION", "SUPPORTED_LLVM_VERSIONS",
     "OffloadImage", "read_offload_binaries", "read_offload_binary", "write_offload_binary",
     "write_offload_binary_to", "string_table", "image_kind_value", "image_kind_name",
     "image_kind_from_content", "image_kind_for_file", "objdump_image_kind_name", "offload_kind_value",
-    "offload_kind_name", "is_offload_binary", "is_bitcode", "llvm_path_extension", "make_image",
+    "offload_kind_name", "llvm_path_extension", "make_image",
 ]
 
-MAGIC = b"\x10\xff\x10\xad"
+MAGIC = OFFLOAD_BINARY_MAGIC
 VERSION = 1
 ALIGNMENT = 8
+#: The section clang embeds packages in (ELF: found by its type; COFF and bitcode: by this name).
+OFFLOADING_SECTION = ".llvm.offloading"
 
-# struct Header { uint8_t Magic[4]; uint32_t Version; uint64_t Size; uint64_t EntryOffset; uint64_t EntrySize; }
-HEADER = struct.Struct("<4sIQQQ")
-# struct Entry { uint16_t TheImageKind; uint16_t TheOffloadKind; uint32_t Flags; uint64_t StringOffset;
-#                uint64_t NumStrings; uint64_t ImageOffset; uint64_t ImageSize; }
-ENTRY = struct.Struct("<HHIQQQQ")
-# struct StringEntry { uint64_t KeyOffset; uint64_t ValueOffset; }
-STRING_ENTRY = struct.Struct("<QQ")
+# `llvm::object::OffloadBinary`'s Header, Entry and StringEntry, field names as in LLVM.
+HEADER = Layout("Header", [("Magic", "4s"), ("Version", "I"), ("Size", "Q"), ("EntryOffset", "Q"),
+                           ("EntrySize", "Q")])
+ENTRY = Layout("Entry", [("TheImageKind", "H"), ("TheOffloadKind", "H"), ("Flags", "I"), ("StringOffset", "Q"),
+                         ("NumStrings", "Q"), ("ImageOffset", "Q"), ("ImageSize", "Q")])
+STRING_ENTRY = Layout("StringEntry", [("KeyOffset", "Q"), ("ValueOffset", "Q")])
 
 IMG_NONE, IMG_OBJECT, IMG_BITCODE, IMG_CUBIN, IMG_FATBINARY, IMG_PTX, IMG_SPIRV = range(7)
 
@@ -51,11 +54,9 @@ _OBJDUMP_IMAGE_NAMES = {1: "elf", 2: "llvm ir", 3: "cubin", 4: "fatbinary", 5: "
 OFFLOAD_KINDS_19 = {"none": 0, "openmp": 1, "cuda": 2, "hip": 3}
 OFFLOAD_KINDS_22 = {"none": 0, "openmp": 1, "cuda": 2, "hip": 4, "sycl": 8}
 DEFAULT_LLVM_VERSION = 19
-# 19 and 20 share one numbering (llvm-formats.md); 22 is checked against llvm-offload-binary-22.
+# 19 and 20 share one numbering (HIP = 3); 22 is checked against llvm-offload-binary-22.
 # 21 is left out: when the bit-flag numbering arrived between 20 and 22 was not verified.
 SUPPORTED_LLVM_VERSIONS = (19, 20, 22)
-
-_BITCODE_MAGICS = (b"BC\xc0\xde", b"\xde\xc0\x17\x0b")
 
 
 def _kinds_for(llvm_version: int) -> dict[str, int]:
@@ -108,27 +109,15 @@ def objdump_image_kind_name(value: int) -> str:
     return _OBJDUMP_IMAGE_NAMES.get(value, "<none>")
 
 
-def is_offload_binary(buf) -> bool:
-    return bytes(buf[:4]) == MAGIC
-
-
-def is_bitcode(buf) -> bool:
-    """`identify_magic(...) == file_magic::bitcode` (raw bitcode or the bitcode wrapper)."""
-    return bytes(buf[:4]) in _BITCODE_MAGICS
-
-
 def image_kind_from_content(buf) -> int | None:
     """IMG_Bitcode when the content is LLVM bitcode, else None (decide by extension)."""
-    return IMG_BITCODE if is_bitcode(buf) else None
+    return IMG_BITCODE if identify(buf) is FileKind.BITCODE else None
 
 
 def llvm_path_extension(path: str) -> str:
-    """`llvm::sys::path::extension(path)` without its dot (".o" -> "o", "a.b.c" -> "c")."""
-    name = path.rsplit("/", 1)[-1]
-    if name in (".", ".."):
-        return ""
-    pos = name.rfind(".")
-    return "" if pos < 0 else name[pos + 1:]
+    """`llvm::sys::path::extension(path)` without its dot (".o" -> "o", "a.b.c" -> "c"): the
+    packager's image kind by file name."""
+    return llvm_path.extension(path)[1:]
 
 
 def image_kind_for_file(path: str, content) -> int:
@@ -245,7 +234,8 @@ def read_offload_binary(buf, offset: int = 0, *, llvm_version: int | None = None
         raise OffloadBinaryError(
             f"{where}: {avail} bytes is too small for a header and entry (72 bytes) "
             "(Invalid data was encountered while parsing the file)")
-    magic, version, size, entry_offset, entry_size = HEADER.unpack_from(view, offset)
+    h = HEADER.read(view, offset, OffloadBinaryError, where)
+    magic, version, size, entry_offset, entry_size = h.Magic, h.Version, h.Size, h.EntryOffset, h.EntrySize
     if magic != MAGIC:
         raise OffloadBinaryError(
             f"{where}: bad magic {magic.hex()} (expected 10ff10ad) "
@@ -267,8 +257,8 @@ def read_offload_binary(buf, offset: int = 0, *, llvm_version: int | None = None
         raise OffloadBinaryError(
             f"{where}: EntryOffset {entry_offset} / EntrySize {entry_size} exceed Size {size} "
             "(The end of the file was unexpectedly encountered)")
-    (image_kind, offload_kind, flags, string_offset, num_strings,
-     image_offset, image_size) = ENTRY.unpack_from(view, offset + entry_offset)
+    e = ENTRY.read(view, offset + entry_offset, OffloadBinaryError, where)
+    string_offset, num_strings, image_offset, image_size = e.StringOffset, e.NumStrings, e.ImageOffset, e.ImageSize
     if image_offset > size:
         raise OffloadBinaryError(
             f"{where}: ImageOffset {image_offset} is beyond Size {size} "
@@ -286,7 +276,8 @@ def read_offload_binary(buf, offset: int = 0, *, llvm_version: int | None = None
             f"{where}: NumStrings {num_strings} at StringOffset {string_offset} exceeds Size {size}")
     entries = []
     for i in range(num_strings):
-        key_off, value_off = STRING_ENTRY.unpack_from(view, offset + string_offset + i * STRING_ENTRY.size)
+        key_off, value_off = STRING_ENTRY.read(view, offset + string_offset + i * STRING_ENTRY.size,
+                                               OffloadBinaryError, where)
         if key_off >= size or value_off >= size:
             raise OffloadBinaryError(
                 f"{where}: string entry {i} KeyOffset {key_off} / ValueOffset {value_off} is beyond Size {size}")
@@ -296,7 +287,7 @@ def read_offload_binary(buf, offset: int = 0, *, llvm_version: int | None = None
     for key_off, value_off in entries:
         strings[reader.get(key_off)] = reader.get(value_off)
     image = view[offset + image_offset:offset + image_offset + image_size]
-    return OffloadImage(image_kind, offload_kind, flags, strings, image, llvm_version, offset, size)
+    return OffloadImage(e.TheImageKind, e.TheOffloadKind, e.Flags, strings, image, llvm_version, offset, size)
 
 
 def read_offload_binaries(buf, *, llvm_version: int | None = None) -> list[OffloadImage]:
@@ -365,11 +356,12 @@ def _header_bytes(image: OffloadImage) -> tuple[bytes, int, int]:
     image_size = len(image.image) if not isinstance(image.image, memoryview) else image.image.nbytes
     size = _align(image_offset + image_size)
     out = bytearray()
-    out += HEADER.pack(MAGIC, VERSION, size, HEADER.size, ENTRY.size)
-    out += ENTRY.pack(image.image_kind, image.offload_kind, image.flags, HEADER.size + ENTRY.size,
-                      len(pairs), image_offset, image_size)
+    out += HEADER.build(Magic=MAGIC, Version=VERSION, Size=size, EntryOffset=HEADER.size, EntrySize=ENTRY.size)
+    out += ENTRY.build(TheImageKind=image.image_kind, TheOffloadKind=image.offload_kind, Flags=image.flags,
+                       StringOffset=HEADER.size + ENTRY.size, NumStrings=len(pairs), ImageOffset=image_offset,
+                       ImageSize=image_size)
     for k, v in pairs:
-        out += STRING_ENTRY.pack(table_start + offsets[k], table_start + offsets[v])
+        out += STRING_ENTRY.build(KeyOffset=table_start + offsets[k], ValueOffset=table_start + offsets[v])
     out += table
     out += bytes(image_offset - len(out))
     return bytes(out), image_size, size

@@ -14,16 +14,19 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import ExitStack
+from typing import Mapping, Sequence
 
-from . import __version__
+from . import __version__, llvm_path
+from .command_line import ArgumentParser, Option, llvm_version_argument, run_command
 from .densemap import DenseMap
 from .errors import OffloadError, UsageError
 from .extract import FoundImage, find_offload_images
 from .fileio import atomic_output, open_input, safe_join, sanitize_name
-from .offload_binary import (DEFAULT_LLVM_VERSION, SUPPORTED_LLVM_VERSIONS, OffloadImage, image_kind_for_file,
+from .offload_binary import (DEFAULT_LLVM_VERSION, OffloadImage, image_kind_for_file,
                              image_kind_name, offload_kind_value, write_offload_binary_to)
 
-__all__ = ["main", "parse_image_arguments", "bundle_images", "unbundle_images", "generated_name", "PROG"]
+__all__ = ["main", "run", "parse_image_arguments", "write_package", "llvm_version_option", "bundle_images",
+           "unbundle_images", "generated_name", "PROG", "PARSER"]
 
 PROG = "offload-packager"
 LLVM_RELEASE = {19: "19.1.7", 20: "20.1", 22: "22.1.8"}
@@ -83,11 +86,31 @@ def _strerror(exc: OSError) -> str:
 
 
 def bundle_images(images: list[str], output: str, *, llvm_version: int = DEFAULT_LLVM_VERSION) -> None:
-    """Package: one OffloadBinary per `file` of each `--image`, concatenated, written atomically."""
+    """Package: one OffloadBinary per `file` of each `--image` string, concatenated, written atomically."""
+    write_package([parse_image_arguments(image) for image in images], output, llvm_version=llvm_version)
+
+
+def _as_densemap(spec: Mapping[str, str]) -> DenseMap:
+    """`spec` as the `DenseMap` LLVM builds from an `--image` naming its keys in this order (its
+    iteration order is the order the string entries are written in)."""
+    if isinstance(spec, DenseMap):
+        return spec
+    args = DenseMap()
+    for key, value in spec.items():
+        args[key] = value
+    return args
+
+
+def write_package(images: Sequence[Mapping[str, str]], output: str, *,
+                  llvm_version: int = DEFAULT_LLVM_VERSION) -> None:
+    """Write the OffloadBinary package `output` (atomically) from parsed image specs: the keys of
+    an `--image` (`parse_image_arguments`, or any mapping in the order the keys would be given):
+    `file` (comma-separated paths, each one image) and `triple` are required, `kind` is the
+    producer, every other key becomes a string entry."""
     with ExitStack() as stack:
         planned: list[OffloadImage] = []
-        for image in images:
-            args = parse_image_arguments(image)
+        for spec in images:
+            args = _as_densemap(spec)
             if "triple" not in args or "file" not in args:
                 raise UsageError("'file' and 'triple' are required image arguments")
             offload_kind = 0
@@ -114,19 +137,7 @@ def bundle_images(images: list[str], output: str, *, llvm_version: int = DEFAULT
 
 def generated_name(input_file: str, img: OffloadImage, idx: int, llvm_version: int = DEFAULT_LLVM_VERSION) -> str:
     """LLVM 19's name for an extracted image without `file=`: `<stem>-<triple>-<arch>.<idx>.<kind>`."""
-    return f"{_llvm_stem(input_file)}-{img.triple}-{img.arch}.{idx}.{image_kind_name(img.image_kind, llvm_version)}"
-
-
-def _llvm_stem(path: str) -> str:
-    """`llvm::sys::path::stem`: the file name without its last extension."""
-    if path.endswith("/") and path != "/":
-        name = "."  # llvm::sys::path::filename of "dir/" is "."
-    else:
-        name = path.rsplit("/", 1)[-1] or "/"
-    if name in (".", ".."):
-        return name
-    pos = name.rfind(".")
-    return name if pos < 0 else name[:pos]
+    return f"{llvm_path.stem(input_file)}-{img.triple}-{img.arch}.{idx}.{image_kind_name(img.image_kind, llvm_version)}"
 
 
 def _matches(found: FoundImage, args: DenseMap, llvm_version: int) -> bool:
@@ -208,84 +219,44 @@ def _write_plan(plan: list[tuple[str, str, object]]) -> list[str]:
 # Command line (llvm::cl conventions: `-x` and `--x`, `--x=v` or `--x v`, last `-o` wins)
 
 
-def _parse(argv: list[str]) -> dict:
-    opts = {"output": None, "images": [], "archive": False, "inputs": [], "llvm_version": DEFAULT_LLVM_VERSION,
-            "help": False, "version": False}
-    i = 0
-    only_positional = False
-    while i < len(argv):
-        arg = argv[i]
-        i += 1
-        if only_positional or arg == "-" or not arg.startswith("-"):
-            opts["inputs"].append(arg)
-            continue
-        if arg == "--":
-            only_positional = True
-            continue
-        body = arg[2:] if arg.startswith("--") else arg[1:]
-        name, eq, value = body.partition("=")
-        if name in ("o", "image", "llvm-version"):
-            if not eq:
-                if i >= len(argv):
-                    raise UsageError(f"for the -{name} option: requires a value!")
-                value = argv[i]
-                i += 1
-            if name == "o":
-                opts["output"] = value
-            elif name == "image":
-                opts["images"].append(value)
-            else:
-                try:
-                    opts["llvm_version"] = int(value)
-                except ValueError:
-                    raise UsageError(f"for the --llvm-version option: '{value}' value invalid for integer argument!") \
-                        from None
-                if opts["llvm_version"] not in SUPPORTED_LLVM_VERSIONS:
-                    raise UsageError(f"unsupported --llvm-version={value} (supported: "
-                                     f"{', '.join(map(str, SUPPORTED_LLVM_VERSIONS))})")
-        elif name == "archive":
-            if eq and value.lower() not in ("true", "1", "false", "0"):
-                raise UsageError(f"for the --archive option: '{value}' is invalid value for boolean argument! "
-                                 "Try 0 or 1")
-            opts["archive"] = not eq or value.lower() in ("true", "1")
-        elif name in ("help", "help-list", "help-hidden", "help-list-hidden") and not eq:
-            opts["help"] = True
-        elif name == "version" and not eq:
-            opts["version"] = True
-        else:
-            raise UsageError(f"Unknown command line argument '{arg}'.  Try: '{PROG} --help'")
-    if len(opts["inputs"]) > 1:
-        raise UsageError("Too many positional arguments specified! Can specify at most 1 positional arguments")
-    return opts
+PARSER = ArgumentParser(PROG, [Option("o", value=True), Option("image", value=True), Option("llvm-version", value=True),
+                              Option("archive"), Option("help"), Option("help-list"), Option("help-hidden"),
+                              Option("help-list-hidden"), Option("version")],
+                        style="llvm", max_positionals=1)
+
+
+def llvm_version_option(text: str | None) -> int:
+    """The packager's `--llvm-version` (LLVM's wording for a bad value; default 19)."""
+    version = llvm_version_argument(text, "llvm")
+    return DEFAULT_LLVM_VERSION if version is None else version
+
+
+def run(argv: list[str]) -> int:
+    """The packager's command line: package (`-o`) or extract (an input file)."""
+    opts = PARSER.parse(argv)
+    llvm_version = llvm_version_option(opts.last("llvm-version"))
+    if opts.flag("help", "help-list", "help-hidden", "help-list-hidden"):
+        sys.stdout.write(HELP)
+        return 0
+    if opts.flag("version"):
+        release = LLVM_RELEASE.get(llvm_version, str(llvm_version))
+        sys.stdout.write(f"{PROG} (offload-tool {__version__}) compatible with clang-offload-packager {release}\n")
+        return 0
+    input_file = opts.positionals[0] if opts.positionals else None
+    output = opts.last("o")
+    if input_file is not None and output is not None:
+        raise UsageError("Packaging to an output file and extracting from an input file are mutually exclusive.")
+    if output is not None:
+        bundle_images(opts.values["image"], output, llvm_version=llvm_version)
+    elif input_file is not None:
+        unbundle_images(input_file, opts.values["image"], archive=opts.flag("archive"), llvm_version=llvm_version,
+                        warn=_Warn(sys.stderr))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    try:
-        opts = _parse(argv)
-        if opts["help"]:
-            sys.stdout.write(HELP)
-            return 0
-        if opts["version"]:
-            release = LLVM_RELEASE.get(opts["llvm_version"], str(opts["llvm_version"]))
-            sys.stdout.write(f"{PROG} (offload-tool {__version__}) compatible with clang-offload-packager {release}\n")
-            return 0
-        input_file = opts["inputs"][0] if opts["inputs"] else None
-        if input_file is not None and opts["output"] is not None:
-            raise UsageError("Packaging to an output file and extracting from an input file are mutually exclusive.")
-        if opts["output"] is not None:
-            bundle_images(opts["images"], opts["output"], llvm_version=opts["llvm_version"])
-        elif input_file is not None:
-            unbundle_images(input_file, opts["images"], archive=opts["archive"], llvm_version=opts["llvm_version"],
-                            warn=_Warn(sys.stderr))
-        return 0
-    except OffloadError as exc:
-        msg = " ".join(str(exc).splitlines())
-        print(f"{PROG}: error: {msg}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print(f"{PROG}: error: interrupted", file=sys.stderr)
-        return 1
+    return run_command(PROG, lambda: run(argv))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 clang-offload-bundler 19 keeps bundle entries and the unbundling worklist in `llvm::StringMap`s,
 so the order in which it lists entries and hands them to targets is the map's bucket order
-(llvm-formats.md §9.1). Reproducing it needs LLVM's string hash, `xxh3_64bits` with seed 0
+. Reproducing it needs LLVM's string hash, `xxh3_64bits` with seed 0
 truncated to 32 bits, written here in pure Python (no third-party xxhash allowed)."""
 
 from __future__ import annotations

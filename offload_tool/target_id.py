@@ -20,9 +20,9 @@ from .triple import is_amdgpu, parse_triple
 
 __all__ = [
     "TargetID", "parse_target_id", "parse_target_id_format", "canonical_processor", "allowed_features",
-    "canonical_target_id", "is_compatible_target_id", "conflicting_target_ids", "offload_arch_vendor",
+    "is_compatible_target_id", "conflicting_target_ids", "offload_arch_vendor",
     "is_offload_arch_name", "canonical_offload_arch", "offload_triple", "is_target_compatible_for_link",
-    "processor_from_target_id", "BAD_TARGET_ID_MSG", "BAD_ARCH_COMBO_MSG",
+    "BAD_TARGET_ID_MSG", "BAD_ARCH_COMBO_MSG",
 ]
 
 AMDGCN_TRIPLE = "amdgcn-amd-amdhsa"
@@ -196,16 +196,6 @@ def parse_target_id(target_id: str, triple: str = AMDGCN_TRIPLE, llvm_version: i
             if all(name in allowed for name in features):
                 return TargetID(processor, tuple(sorted(features.items())))
     raise TargetIDError(BAD_TARGET_ID_MSG % target_id)
-
-
-def canonical_target_id(target_id: str, triple: str = AMDGCN_TRIPLE, llvm_version: int = 19) -> str:
-    """Parse and return the canonical spelling (`carrizo:xnack+` -> `gfx801:xnack+`)."""
-    return parse_target_id(target_id, triple, llvm_version).canonical
-
-
-def processor_from_target_id(target_id: str, triple: str = AMDGCN_TRIPLE, llvm_version: int = 19) -> str:
-    """`getProcessorFromTargetID`: the canonical processor of the text before the first ':' ("" if unknown)."""
-    return canonical_processor(target_id.partition(":")[0], triple, llvm_version) or ""
 
 
 def is_compatible_target_id(provided: str, requested: str) -> bool:

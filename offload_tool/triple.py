@@ -176,11 +176,13 @@ _OS_PREFIXES = (
 )
 
 
+def _first_prefix(table: tuple[tuple[str, str], ...], s: str) -> str | None:
+    """The value of the first entry of `table` whose prefix starts `s` (LLVM's StringSwitch order)."""
+    return next((value for prefix, value in table if s.startswith(prefix)), None)
+
+
 def _parse_os(s: str) -> str | None:
-    for prefix, os_type in _OS_PREFIXES:
-        if s.startswith(prefix):
-            return os_type
-    return None
+    return _first_prefix(_OS_PREFIXES, s)
 
 
 # parseEnvironment: StartsWith, first match wins (LLVM 19 order).
@@ -201,10 +203,7 @@ _ENV_PREFIXES = (
 
 
 def _parse_env(s: str) -> str | None:
-    for prefix, env in _ENV_PREFIXES:
-        if s.startswith(prefix):
-            return env
-    return None
+    return _first_prefix(_ENV_PREFIXES, s)
 
 
 # parseFormat: EndsWith, first match wins.

@@ -34,23 +34,25 @@ Only entries whose names start with `__omp_offloading_` (target regions; the nam
 the file identity) are checked; declare-target variables keep their source names.
 
 Where the device names are: ELF device images (CUDA cubins, AMDGPU code objects) define them
-in `.symtab`; LLVM bitcode images (the default for AMDGPU and `-foffload-lto`) hold every
-symbol name in the module's string table blob, where names are stored back to back without
-separators.  Reading that needs a bitcode reader; a byte search for the name is used instead:
-it cannot miss a name that is present, and since a wrong file identity changes the middle of
-the name it still catches the mismatch this check is for.  To limit false matches of a prefix
-(`..._l3` inside `..._l30`), a match followed by a decimal digit does not count.  Other image
-kinds (PTX text) are byte-searched the same way."""
+in `.symtab`, read through the library's ELF reader (pyelftools); LLVM bitcode images (the
+default for AMDGPU and `-foffload-lto`) list them in the module's IR symbol table, read exactly
+as for an archive's symbol table (`bitcode.bitcode_symbols`).  Images without a symbol table
+(PTX text, bitcode written without the irsymtab clang always adds) are searched for the name's
+bytes: that cannot miss a name that is present, and since a wrong file identity changes the
+middle of the name it still catches the mismatch this check is for; a match followed by a
+decimal digit does not count (`..._l3` inside `..._l30`)."""
 
 from __future__ import annotations
 
-import io
 import re
 import struct
 from dataclasses import dataclass, field
 
+from .bitcode import bitcode_symbols
+from .elf import open_elffile
 from .errors import ElfError, OffloadError, UsageError
 from .inspector import DeviceImage, inspect_buffer, with_file_name
+from .magic import FileKind, identify
 
 __all__ = ["VerifyResult", "HostEntry", "verify_buffer", "verify_file", "host_offload_entries",
            "device_symbol_names", "image_has_symbol", "arch_satisfied", "OMP_ENTRY_PREFIX", "ENTRY_SECTIONS"]
@@ -68,7 +70,6 @@ _MAX_ENTRIES = 1 << 20
 # pyelftools reports section types by name.
 _SHT_SYMTAB, _SHT_RELA, _SHT_REL, _SHT_NOBITS, _SHT_DYNSYM = "SHT_SYMTAB", "SHT_RELA", "SHT_REL", "SHT_NOBITS", "SHT_DYNSYM"
 _RELATIVE = {62: 8, 183: 1027, 3: 8, 40: 23, 243: 3, 21: 22}  # e_machine -> R_*_RELATIVE
-_ABS64 = {62: 1, 183: 257, 243: 2, 21: 38}  # e_machine -> R_*_64 (absolute)
 
 
 @dataclass
@@ -158,14 +159,6 @@ def _check_requested(arch: str) -> None:
 # --------------------------------------------------------------------------------------------
 # Host offload entries (pyelftools for the ELF structure; every read bounds-checked)
 
-def _elf(buf):
-    try:
-        from elftools.elf.elffile import ELFFile
-        return ELFFile(io.BytesIO(bytes(buf)))
-    except Exception as exc:  # pyelftools raises ELFError, struct.error, ...
-        raise ElfError(f"not a readable ELF file: {exc}") from None
-
-
 def _c_string(data: bytes, off: int, what: str) -> str:
     if off < 0 or off >= len(data):
         raise ElfError(f"{what}: string offset {off:#x} is outside its section ({len(data)} bytes)")
@@ -177,7 +170,7 @@ def _c_string(data: bytes, off: int, what: str) -> str:
 
 def host_offload_entries(buf) -> list[HostEntry]:
     """The offload entries of a host ELF object, program or shared library (see module doc)."""
-    elf = _elf(buf)
+    elf = open_elffile(buf)
     try:
         return _host_entries(elf)
     except OffloadError:
@@ -299,10 +292,16 @@ def _names_from_addresses(elf, sections, sec, data: bytes, esize: int, name_off:
 # Device images
 
 def device_symbol_names(image) -> set[str] | None:
-    """Names defined in an ELF device image's symbol tables; None if `image` is not ELF."""
-    if bytes(image[:4]) != b"\x7fELF":
+    """The names a device image defines, exactly: an ELF image's symbol tables, a bitcode image's
+    IR symbol table (`bitcode.bitcode_symbols`, the names an archive symbol table lists); None
+    for images without a symbol table (PTX text, or bitcode written without its irsymtab)."""
+    kind = identify(image)
+    if kind is FileKind.BITCODE:
+        names = bitcode_symbols(image)
+        return None if names is None else {n.decode("utf-8", "surrogateescape") for n in names}
+    if kind is not FileKind.ELF:
         return None
-    elf = _elf(image)
+    elf = open_elffile(image)
     try:
         names: set[str] = set()
         for sec in _sections(elf):
@@ -316,7 +315,8 @@ def device_symbol_names(image) -> set[str] | None:
 
 
 def image_has_symbol(image, name: str, symbols: set[str] | None = None) -> bool:
-    """Is `name` defined by (ELF) or present in (bitcode, PTX; see module doc) the device image?"""
+    """Is `name` among the image's `symbols` (`device_symbol_names`), or, for an image without a
+    symbol table (`symbols` None: PTX text), present in its bytes (see the module doc)?"""
     if symbols is not None:
         return name in symbols
     needle = re.escape(name.encode()) + rb"(?![0-9])"
@@ -328,10 +328,10 @@ def image_has_symbol(image, name: str, symbols: set[str] | None = None) -> bool:
 
 def _host_objects(buf, name: str, depth: int = 0):
     """(path, buffer) of every ELF host file: the file itself, or each archive member."""
-    head = bytes(buf[:8])
-    if head[:4] == b"\x7fELF":
+    kind = identify(buf)
+    if kind is FileKind.ELF:
         yield name, buf
-    elif head == b"!<arch>\n" and depth < 8:
+    elif kind is FileKind.ARCHIVE and depth < 8:
         from .archive import read_archive
         for m in read_archive(buf):
             yield from _host_objects(m.data, f"{name}({m.name})", depth + 1)

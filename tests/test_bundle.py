@@ -25,7 +25,7 @@ def _binary(entries, align=1) -> bytes:
 
 
 def test_layout_example_from_llvm():
-    # llvm-formats.md §1.1: payloads of 4/6/4 bytes -> header 196 bytes, offsets 0xC4, 0xC8, 0xCE, size 0xD2.
+    # As clang-offload-bundler-19 writes it: payloads of 4/6/4 bytes -> header 196 bytes, offsets 0xC4, 0xC8, 0xCE, size 0xD2.
     entries = [BundleEntry(i, d) for i, d in zip(IDS, [b"host", b"sm70!!", b"g906"])]
     data = _binary(entries)
     assert len(data) == 0xD2 and data.startswith(BINARY_MAGIC)

@@ -1,5 +1,5 @@
 """offload_tool.bundle_id: LLVM 19 standardization, reading 15/19/22 IDs, the bundler's target checks and the
-unbundling compatibility rule, against llvm-formats.md §5 / target-ids.md §4.2 and the real bundlers."""
+unbundling compatibility rule, against the real bundlers (tables verified with clang-offload-bundler-19 and -22)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from offload_tool.bundle_id import (OFFLOAD_KINDS, BundleEntryID, archive_confli
                                     standardize_llvm22, validate_bundler_targets)
 from offload_tool.errors import BundleError, OffloadError, UsageError
 
-# ---- standardization (llvm-formats.md §5.1, target-ids.md §4.2, all verified with clang-offload-bundler-19) -----
+# ---- standardization (all verified with clang-offload-bundler-19) ---------------------------------------------
 STANDARDIZE = [
     ("host-x86_64-unknown-linux-gnu", "host-x86_64-unknown-linux-gnu-"),
     ("host-x86_64-unknown-linux", "host-x86_64-unknown-linux--"),
@@ -48,7 +48,7 @@ def test_standardize(raw, expected):
     assert str(standardize(raw)) == expected
 
 
-# LLVM 22's standardization (target-ids.md §4.2, 22 column; verified with clang-offload-bundler-22)
+# LLVM 22's standardization (verified with clang-offload-bundler-22)
 STANDARDIZE_22 = [
     ("hipv4-amdgcn-amd-amdhsa--gfx906", "hipv4-amdgcn-amd-amdhsa--gfx906"),
     ("hip-amdgcn-amd-amdhsa-unknown-gfx906", "hip-amdgcn-amd-amdhsa--gfx906"),
@@ -441,7 +441,7 @@ READ_22 = [("openmp-nvptx64-nvidia-cuda--sm_90a", 1), ("hip-amdgcn-amd-amdhsa--g
 
 
 def _as22(target: str) -> str:
-    """What 22 stores for the `-targets` values used above (target-ids.md §4.2, 22 column)."""
+    """What 22 stores for the `-targets` values used above (verified with clang-offload-bundler-22)."""
     return {"host-x86_64-unknown-linux-gnu": "host-x86_64-unknown-linux-gnu-",
             "openmp-nvptx64-nvidia-cuda--sm_90a": "openmp-nvptx64-nvidia-cuda-unknown-sm_90a",
             "hip-amdgcn-amd-amdhsa-unknown-gfx906": "hip-amdgcn-amd-amdhsa--gfx906"}.get(target, target)

@@ -45,7 +45,7 @@ def _assert_one_line_error(res, message: str | None = None):
         assert lines[0] == "offload-bundler: error: " + message
 
 
-# (arguments, LLVM 19's message after "error: ") -- lit test CK-ERR* and §5.1.
+# (arguments, LLVM 19's message after "error: ") -- LLVM's lit test CK-ERR* lines.
 ERRORS = [
     (["-type=bc", f"-targets={HOST}", "-input=h"], "no output file specified!"),
     (["-type=bc", "-input=h", "-output=x"], "for the --targets option: must be specified at least once!"),

@@ -1,5 +1,5 @@
 """offload-bundler against the real clang-offload-bundler 19 and 22: byte identity where LLVM is deterministic,
-each side unbundling the other's output, LLVM's lit scenarios (llvm-formats.md §8) and a real hipcc .hip_fatbin."""
+each side unbundling the other's output, LLVM's lit scenarios and a real hipcc .hip_fatbin."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from offload_tool.offload_binary import read_offload_binaries
 
 
 def test_known_buckets_and_orders():
-    # llvm-formats.md §9.2, verified against clang-offload-packager-19.
+    # Verified against clang-offload-packager-19.
     assert [dense_map_hash(k) & 63 for k in ("file", "triple", "arch", "kind")] == [19, 24, 9, 37]
     assert dense_map_order(["file", "triple", "arch", "kind"]) == ["arch", "file", "triple", "kind"]
     assert dense_map_order(["file", "triple", "arch", "kind", "foo", "zzz", "a"]) == \

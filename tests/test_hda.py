@@ -1,5 +1,5 @@
 """hda.py: heterogeneous archive unbundling against clang-offload-bundler-19 -type=a -unbundle
-(the archive scenarios of llvm-formats.md §8)."""
+(the archive scenarios of LLVM's clang-offload-bundler lit tests)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import need_tool, run
-from offload_tool import archive, elf, hda, objbundle
+from offload_tool import archive, elf, hda, llvm_path, objbundle
 from offload_tool.bundle import BundleEntry, write_binary_bundle
 from offload_tool.errors import ArchiveError, BundleError, OffloadError
 
@@ -46,7 +46,7 @@ def _ours(tmp, archive_path, targets, **kw):
 @pytest.fixture(scope="module")
 def hip_lib(tmp_path_factory):
     """`llvm-ar cr` archive of two HIP binary bundles (gfx900/gfx906, no host), one compressed,
-    plus an OpenMP nvptx bundle and a plain text member (§8 'HIP archive')."""
+    plus an OpenMP nvptx bundle and a plain text member (the lit tests' 'HIP archive')."""
     bundler = need_tool("clang-offload-bundler-19")
     llvm_ar = need_tool("llvm-ar-19")
     tmp = tmp_path_factory.mktemp("hiplib")
@@ -104,15 +104,15 @@ def test_name_helpers():
     assert hda.device_member_name("fatx.o", "openmp-x86_64-pc-linux-gnu-") == "fatx-openmp-x86_64-pc-linux-gnu-fatx.o"
     assert hda.device_member_name("a.b.o", "hip-amdgcn-amd-amdhsa--gfx90a:xnack+") == \
         "a.b-hip-amdgcn-amd-amdhsa--gfx90a_xnack+a.b.bc"
-    assert (hda.llvm_stem(".bashrc"), hda.llvm_extension(".bashrc")) == ("", ".bashrc")
-    assert (hda.llvm_stem("noext"), hda.llvm_extension("noext")) == ("noext", "")
-    assert (hda.llvm_stem(".."), hda.llvm_extension("..")) == ("..", "")
+    assert (llvm_path.stem(".bashrc"), llvm_path.extension(".bashrc")) == ("", ".bashrc")
+    assert (llvm_path.stem("noext"), llvm_path.extension("noext")) == ("noext", "")
+    assert (llvm_path.stem(".."), llvm_path.extension("..")) == ("..", "")
 
 
 @pytest.fixture(scope="module")
 def fat_lib(tmp_path_factory):
     """Object bundles made by clang-offload-bundler-19 -type=o from a clang-19 host object and
-    real amdgcn bitcode (§8 'Archive unbundling of object bundles'), in an archive with a plain member."""
+    real amdgcn bitcode (the lit tests' 'Archive unbundling of object bundles'), in an archive with a plain member."""
     bundler = need_tool("clang-offload-bundler-19")
     clang = need_tool("clang-19")
     llvm_ar = need_tool("llvm-ar-19")

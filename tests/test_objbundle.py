@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from conftest import need_tool, run
 from offload_tool import elf, objbundle
 from offload_tool.errors import BundleFormatError, OffloadError
+from offload_tool.magic import is_object_file
 
 C_SRC = r"""
 int printf(const char *, ...);
@@ -117,7 +118,7 @@ def test_theirs_read_by_us(host_objects, tmp_path):
              f"-input={tmp_path / 'd0'}", f"-input={tmp_path / 'd1'}", f"-output={tmp_path / 'theirs.o'}"])
     assert r.returncode == 0, r.stderr
     theirs = (tmp_path / "theirs.o").read_bytes()
-    assert objbundle.is_object_file(theirs)
+    assert is_object_file(theirs)
     entries = objbundle.read_object_bundle(theirs)
     assert [e.bundle_entry_id for e in entries] == STD_IDS
     assert [bytes(e.data) for e in entries[1:]] == PAYLOADS
@@ -141,7 +142,7 @@ def test_real_hip_fat_object(tmp_path):
     listed = run([bundler, "-list", "-type=o", f"-input={tmp_path / 'k.o'}"]).stdout.decode().split()
     assert [e.bundle_entry_id for e in entries] == listed
     ids = [e.bundle_entry_id for e in entries]
-    # A standardized host ID does not re-standardize to itself in LLVM 19 (llvm-formats.md §5.1).
+    # A standardized host ID does not re-standardize to itself in LLVM 19.
     targets = [i.rstrip("-") if i.startswith("host-") else i for i in ids]
     outs = [tmp_path / f"o{i}" for i in range(len(ids))]
     r = run([bundler, "-unbundle", "-type=o", "-targets=" + ",".join(targets), f"-input={tmp_path / 'k.o'}",
@@ -167,15 +168,15 @@ def test_real_hip_fat_object(tmp_path):
 
 def test_is_object_file(host_objects, tmp_path):
     host = next(iter(host_objects.values()))
-    assert objbundle.is_object_file(host)
-    assert not objbundle.is_object_file(host[:30])      # truncated ELF: LLVM uses the binary handler
-    assert not objbundle.is_object_file(b"BC\xc0\xde" + bytes(40))   # bitcode: binary handler
-    assert not objbundle.is_object_file(b"!<arch>\n")
-    assert not objbundle.is_object_file(b"")
-    assert not objbundle.is_object_file(b"Content of device file 1\n")
-    assert objbundle.is_object_file(b"\0asm\x01\0\0\0")
-    assert objbundle.is_object_file(b"\x64\x86" + bytes(40))  # COFF x86-64
-    assert objbundle.is_object_file(b"\xcf\xfa\xed\xfe" + bytes(40))  # Mach-O 64
+    assert is_object_file(host)
+    assert not is_object_file(host[:30])      # truncated ELF: LLVM uses the binary handler
+    assert not is_object_file(b"BC\xc0\xde" + bytes(40))   # bitcode: binary handler
+    assert not is_object_file(b"!<arch>\n")
+    assert not is_object_file(b"")
+    assert not is_object_file(b"Content of device file 1\n")
+    assert is_object_file(b"\0asm\x01\0\0\0")
+    assert is_object_file(b"\x64\x86" + bytes(40))  # COFF x86-64
+    assert is_object_file(b"\xcf\xfa\xed\xfe" + bytes(40))  # Mach-O 64
 
 
 def test_is_object_file_matches_llvm_handler_choice(host_objects, tmp_path):
@@ -188,7 +189,7 @@ def test_is_object_file_matches_llvm_handler_choice(host_objects, tmp_path):
         p.write_bytes(data)
         r = run([bundler, "-type=o", "-targets=host-x86_64-unknown-linux-gnu,openmp-x86_64-pc-linux-gnu",
                  f"-input={p}", f"-input={tmp_path / 'd'}", f"-output={tmp_path / 'out'}", "-###"])
-        assert (b"llvm-objcopy" in r.stderr) == objbundle.is_object_file(data), name
+        assert (b"llvm-objcopy" in r.stderr) == is_object_file(data), name
 
 
 def test_non_elf_objects_rejected():

@@ -30,7 +30,7 @@ def test_layout_of_a_simple_binary():
     image_kind, offload_kind, flags, string_offset, num_strings, image_offset, image_size = ENTRY.unpack_from(data, 32)
     assert (image_kind, offload_kind, flags, string_offset, num_strings) == (1, 1, 0, 72, 2)
     table_start = 72 + 2 * 16
-    # llvm-formats.md §6.1 (observed on clang-offload-packager-19).
+    # Observed on clang-offload-packager-19.
     table = b"\0arch\0triple\0amdgcn-amd-amdhsa\0gfx906\0"
     assert data[table_start:table_start + len(table)] == table
     assert image_offset == (table_start + len(table) + 7) & ~7

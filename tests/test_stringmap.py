@@ -93,7 +93,7 @@ def test_bucket_order_small():
     buckets = [stringmap_hash(k) & 15 for k in keys]
     if len(set(buckets)) == 3:
         assert stringmap_order(keys) == [k for _, k in sorted(zip(buckets, keys))]
-    # llvm-formats.md §1.3: LLVM 19 lists this bundle as gfx906, sm_70, host.
+    # LLVM 19 lists this bundle as gfx906, sm_70, host.
     assert stringmap_order(keys) == [keys[2], keys[1], keys[0]]
 
 

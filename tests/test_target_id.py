@@ -1,4 +1,4 @@
-"""offload_tool.target_id against the verified tables of target-ids.md §1-§5 and the real clang 19/22 drivers."""
+"""offload_tool.target_id against tables verified with the real clang 19/22 drivers, and those drivers."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from offload_tool.target_id import (BAD_ARCH_COMBO_MSG, BAD_TARGET_ID_MSG, Targe
                                     is_compatible_target_id, is_offload_arch_name, is_target_compatible_for_link,
                                     offload_arch_vendor, offload_triple, parse_target_id, parse_target_id_format)
 
-# ---- §2.2 parseTargetID: (triple, input, version) -> canonical ID or None (invalid) --------------------------
+# ---- parseTargetID: (triple, input, version) -> canonical ID or None (invalid) --------------------------
 AMD = "amdgcn-amd-amdhsa"
 PARSE = [
     (AMD, "gfx906", 19, "gfx906"),
@@ -82,7 +82,7 @@ def test_format_only_parse():
     assert parse_target_id_format("gfx906::xnack+") is None
 
 
-# ---- §1.2 table: which features each processor allows, and release membership ---------------------------------
+# ---- which features each processor allows, and release membership ---------------------------------
 BOTH = ["gfx906", "gfx908", "gfx90a", "gfx942"]
 XNACK_ONLY = ["gfx801", "carrizo", "gfx810", "stoney", "gfx900", "gfx902", "gfx904", "gfx909", "gfx90c", "gfx1010",
               "gfx1011", "gfx1012", "gfx1013", "gfx9-generic", "gfx10-1-generic"]
@@ -117,7 +117,7 @@ def test_version_membership():
         assert canonical_processor("znver4", "x86_64-unknown-linux-gnu", v) == "znver4"
 
 
-# ---- §2.5 isCompatibleTargetID ---------------------------------------------------------------------------------
+# ---- isCompatibleTargetID ---------------------------------------------------------------------------------
 COMPAT = [
     ("gfx906", "gfx906:xnack+", True),
     ("gfx906:xnack+", "gfx906", False),
@@ -137,7 +137,7 @@ def test_is_compatible_target_id(provided, requested, expected):
     assert is_compatible_target_id(provided, requested) is expected
 
 
-# ---- §2.6 getConflictTargetIDCombination ---------------------------------------------------------------------
+# ---- getConflictTargetIDCombination ---------------------------------------------------------------------
 CONFLICT = [
     ({"gfx906", "gfx906:xnack+"}, ("gfx906", "gfx906:xnack+")),
     ({"gfx906:sramecc+", "gfx906:xnack+"}, ("gfx906:sramecc+", "gfx906:xnack+")),
@@ -158,7 +158,7 @@ def test_conflicting_target_ids(ids, expected):
     assert conflicting_target_ids(list(reversed(sorted(ids)))) == expected
 
 
-# ---- §3 offload-arch names, vendors, triples, driver canonicalisation ----------------------------------------
+# ---- offload-arch names, vendors, triples, driver canonicalisation ----------------------------------------
 def test_offload_arch_names():
     for v in (19, 22):
         for name in ("sm_20", "sm_90a", "gfx600", "gfx1201", "gfx9-generic", "amdgcnspirv", "generic", ""):
@@ -229,7 +229,7 @@ def test_canonical_offload_arch_errors(arch, version, kind, message):
     assert str(exc.value) == message
 
 
-# ---- §5.4 areTargetsCompatible -------------------------------------------------------------------------------
+# ---- areTargetsCompatible -------------------------------------------------------------------------------
 LINK = [
     ((AMD, "gfx906"), (AMD, "gfx906:xnack+"), True),
     ((AMD, "gfx906:xnack+"), (AMD, "gfx906"), True),

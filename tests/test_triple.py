@@ -1,4 +1,4 @@
-"""offload_tool.triple against the verified tables (target-ids.md §4.1) and the real LLVM 19 tools."""
+"""offload_tool.triple against tables verified with LLVM 19 and 22, and the real LLVM 19 tools."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from conftest import oracle_crashed, need_tool, run
 from offload_tool.triple import (KNOWN_ARCHS, is_compatible_with, is_valid_arch, normalize, parse_triple,
                                  split_triple4)
 
-# target-ids.md §4.1: input -> normalize() (19 = 22)
+# input -> normalize() (19 = 22)
 NORMALIZE = [
     ("nvptx64", "nvptx64"),
     ("nvptx64-nvidia-cuda", "nvptx64-nvidia-cuda"),
@@ -56,7 +56,7 @@ def test_normalize_table(raw, expected):
     assert normalize(raw) == expected
 
 
-# target-ids.md §4.1: 22's normalize(FOUR_IDENT)
+# 22's normalize(FOUR_IDENT)
 FOUR_IDENT = [
     ("nvptx64", "nvptx64-unknown-unknown-unknown"),
     ("nvptx64-nvidia-cuda", "nvptx64-nvidia-cuda-unknown"),
@@ -81,7 +81,7 @@ def test_normalize_four_ident(raw, expected):
     assert normalize(raw, 3) == "-".join(expected.split("-")[:3])
 
 
-# target-ids.md §4.1 last column: the raw 4 fields as Triple(str) keeps them
+# the raw 4 fields as Triple(str) keeps them
 RAW4 = [
     ("nvptx64", "nvptx64---"),
     ("nvptx64-nvidia-cuda", "nvptx64-nvidia-cuda-"),

@@ -47,9 +47,10 @@ def main(argv: list[str]) -> int:
         sys.stderr.write("offload device link: no images\n")
         return 1
     from offload_tool import embed, packager, target_id
+    from offload_tool.command_line import run_command
 
-    parsed = [packager.parse_image_arguments(i[len("--image="):]) for i in images]
-    triples = {args["triple"] if "triple" in args else None for args in parsed}
+    image_specs = [packager.parse_image_arguments(i[len("--image="):]) for i in images]
+    triples = {args["triple"] if "triple" in args else None for args in image_specs}
     if len(triples) != 1 or None in triples:
         sys.stderr.write(f"offload device link: images of one triple expected, got {sorted(map(str, triples))}\n")
         return 1
@@ -57,10 +58,11 @@ def main(argv: list[str]) -> int:
     work = os.path.join(os.path.dirname(os.path.abspath(out)), f".{os.path.basename(out)}.{os.getpid()}.d")
     os.makedirs(work)
     try:
-        rc = packager.main(["-o", os.path.join(work, "images.pkg"), *images])
+        package, carrier = os.path.join(work, "images.pkg"), os.path.join(work, "carrier.o")
+        rc = run_command(packager.PROG, lambda: packager.write_package(image_specs, package))
         if rc:
             return rc
-        rc = embed.main(["--empty-host", ref, os.path.join(work, "images.pkg"), "-o", os.path.join(work, "carrier.o")])
+        rc = run_command(embed.PROG, lambda: embed.embed_files(ref, [package], carrier, empty_host=True))
         if rc:
             return rc
         try:

@@ -1,10 +1,13 @@
-"""`python _package_embed.py [--empty-host] PACKAGE FAT HOST [packager options]`: the packager CLI,
-then the embed CLI, in one process.
+"""`python _package_embed.py [--empty-host] PACKAGE FAT HOST [packager options]`: package the
+images, then embed the package, in one process, through the library's functions
+(`packager.write_package`, `embed.embed_files`).
 
 OffloadObject's package and fat object are two targets of one action: one Python start-up per
 source instead of two (~0.15 s of CPU each, a tenth of a source's whole build with 4 archs), or
 none when the tool runs it inside SCons. With `--empty-host`, FAT is an empty object shaped like
-HOST that only carries the device images (the program-level carrier of a split device link)."""
+HOST that only carries the device images (the program-level carrier of a split device link).
+Errors are one line, `offload-packager: error: ...` or `offload-embed: error: ...`, as from the
+CLIs the two steps stand for."""
 
 import os
 import sys
@@ -19,10 +22,17 @@ def main(argv: list[str]) -> int:
         return 1
     package, fat, host, *options = argv
     from offload_tool import embed, packager
-    rc = packager.main(["-o", package, *options])
+    from offload_tool.command_line import run_command
+
+    def write_package() -> None:
+        opts = packager.PARSER.parse(options)
+        images = [packager.parse_image_arguments(i) for i in opts.values["image"]]
+        packager.write_package(images, package, llvm_version=packager.llvm_version_option(opts.last("llvm-version")))
+
+    rc = run_command(packager.PROG, write_package)
     if rc:
         return rc
-    rc = embed.main((["--empty-host"] if empty_host else []) + [host, package, "-o", fat])
+    rc = run_command(embed.PROG, lambda: embed.embed_files(host, [package], fat, empty_host=empty_host))
     if rc:
         # One action, two targets: a failed embed leaves neither (as a failed command leaves none).
         try:

@@ -1,0 +1,61 @@
+"""COFF objects: the section table, as far as finding offload sections needs it.
+
+Layouts as in the PE/COFF specification (`IMAGE_FILE_HEADER`, `IMAGE_SECTION_HEADER`); long
+section names (`/<decimal>`) are resolved through the string table that follows the symbol
+table.  Every offset and size is checked against the buffer; errors name the field."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import OffloadError
+from .layout import Layout
+
+__all__ = ["CoffSection", "read_sections", "FILE_HEADER", "SECTION_HEADER", "SYMBOL_SIZE"]
+
+FILE_HEADER = Layout("IMAGE_FILE_HEADER", [
+    ("Machine", "H"), ("NumberOfSections", "H"), ("TimeDateStamp", "I"), ("PointerToSymbolTable", "I"),
+    ("NumberOfSymbols", "I"), ("SizeOfOptionalHeader", "H"), ("Characteristics", "H")])
+SECTION_HEADER = Layout("IMAGE_SECTION_HEADER", [
+    ("Name", "8s"), ("VirtualSize", "I"), ("VirtualAddress", "I"), ("SizeOfRawData", "I"),
+    ("PointerToRawData", "I"), ("PointerToRelocations", "I"), ("PointerToLinenumbers", "I"),
+    ("NumberOfRelocations", "H"), ("NumberOfLinenumbers", "H"), ("Characteristics", "I")])
+SYMBOL_SIZE = 18  # IMAGE_SYMBOL
+_MAX_LONG_NAME = 4096
+
+
+@dataclass
+class CoffSection:
+    """One section: its (long names resolved) name and where its raw data lies in the file."""
+
+    name: str
+    offset: int
+    size: int
+
+
+def read_sections(buf, name: str) -> list[CoffSection]:
+    """Every section of the COFF object `buf` (`name` is used in messages), bounds-checked."""
+    if len(buf) < FILE_HEADER.size:
+        raise OffloadError(f"{name}: COFF header is truncated")
+    hdr = FILE_HEADER.read(buf, 0, OffloadError, name)
+    nsections = hdr.NumberOfSections
+    table = FILE_HEADER.size + hdr.SizeOfOptionalHeader
+    if table + SECTION_HEADER.size * nsections > len(buf):
+        raise OffloadError(f"{name}: COFF section table ({nsections} sections at {table:#x}) runs past the end")
+    strtab = hdr.PointerToSymbolTable + SYMBOL_SIZE * hdr.NumberOfSymbols
+    out = []
+    for i in range(nsections):
+        sec = SECTION_HEADER.read(buf, table + SECTION_HEADER.size * i, OffloadError, name)
+        raw_name = sec.Name.rstrip(b"\0")
+        if raw_name.startswith(b"/") and not raw_name.startswith(b"//") and raw_name[1:].isdigit():
+            pos = strtab + int(raw_name[1:])
+            end = bytes(buf[pos:pos + _MAX_LONG_NAME]).find(b"\0") if pos < len(buf) else -1
+            if end < 0:
+                raise OffloadError(f"{name}: COFF section {i} long name at {pos:#x} is out of range")
+            raw_name = bytes(buf[pos:pos + end])
+        sec_name = raw_name.decode("utf-8", "surrogateescape")
+        size, ptr = sec.SizeOfRawData, sec.PointerToRawData
+        if size and ptr + size > len(buf):
+            raise OffloadError(f"{name}: COFF section {sec_name} data ({size} bytes at {ptr:#x}) runs past the end")
+        out.append(CoffSection(sec_name, ptr, size))
+    return out

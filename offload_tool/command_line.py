@@ -1,0 +1,217 @@
+"""The command-line contract every CLI of the library shares: one argument parser, one error line.
+
+Two option spellings exist because the drop-ins must accept what they replace:
+
+* `llvm` (offload-bundler, offload-packager): LLVM's `cl` conventions, `-opt` or `--opt`,
+  `-opt=value` or `-opt value`, a flag may say `=true`/`=0`, LLVM's wording for mistakes;
+* `gnu` (offload-tool and its commands, embed): `--opt=value` / `--opt value`, `-o VALUE` / `-oVALUE`.
+
+Whatever goes wrong, a CLI prints exactly one line, `<prog>: error: <message>`, and exits 1:
+an `OffloadError`, bad usage, an interrupt, memory exhaustion, a closed pipe or a failed write,
+and even a bug (named as an internal error).  Never a traceback: build tools show the line."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from .errors import OffloadError, UsageError
+
+__all__ = ["Option", "Parsed", "ArgumentParser", "run_command", "one_line", "error_line", "llvm_version_argument"]
+
+_TRUE = ("true", "TRUE", "True", "1")
+_FALSE = ("false", "FALSE", "False", "0")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option: its name without dashes; `value` if it takes one; `comma_list` if a value is
+    split on commas (LLVM's `cl::CommaSeparated`); `dest` where another spelling of the same
+    option keeps its values (`-o` and `--output`)."""
+
+    name: str
+    value: bool = False
+    comma_list: bool = False
+    dest: str = ""
+
+    @property
+    def key(self) -> str:
+        return self.dest or self.name
+
+
+@dataclass
+class Parsed:
+    """What the command line said: flags given, every value of each valued option (in order),
+    and the positional arguments."""
+
+    flags: dict[str, bool] = field(default_factory=dict)
+    values: dict[str, list[str]] = field(default_factory=dict)
+    positionals: list[str] = field(default_factory=list)
+
+    def flag(self, *names: str) -> bool:
+        return any(self.flags.get(n, False) for n in names)
+
+    def given(self, name: str) -> bool:
+        return name in self.flags
+
+    def last(self, name: str, default=None):
+        """The last value of `name` (a repeated option keeps its last value, as LLVM's `cl::opt`)."""
+        values = self.values.get(name)
+        return values[-1] if values else default
+
+
+class ArgumentParser:
+    """Parses argv for one program (see the module docstring for the two styles)."""
+
+    def __init__(self, prog: str, options: Iterable[Option], *, style: str = "gnu", positionals: bool = True,
+                 max_positionals: int | None = None):
+        if style not in ("llvm", "gnu"):
+            raise ValueError(f"unknown option style {style!r}")
+        self.prog = prog
+        self.options = {o.name: o for o in options}
+        self.style = style
+        self.positionals = positionals
+        self.max_positionals = max_positionals
+
+    def parse(self, argv: Iterable[str]) -> Parsed:
+        argv = list(argv)
+        parsed = Parsed(values={o.key: [] for o in self.options.values() if o.value})
+        i = 0
+        only_positionals = False
+        while i < len(argv):
+            arg = argv[i]
+            i += 1
+            if only_positionals or arg == "-" or not arg.startswith("-") or (arg == "--" and not self.positionals):
+                self._positional(parsed, arg)
+            elif arg == "--":
+                only_positionals = True
+            elif self.style == "llvm":
+                i = self._llvm_option(parsed, argv, i, arg)
+            else:
+                i = self._gnu_option(parsed, argv, i, arg)
+        if self.max_positionals is not None and len(parsed.positionals) > self.max_positionals:
+            raise UsageError(f"Too many positional arguments specified! Can specify at most {self.max_positionals} "
+                             f"positional arguments")
+        return parsed
+
+    def _positional(self, parsed: Parsed, arg: str) -> None:
+        if not self.positionals:
+            raise UsageError(f"unexpected argument '{arg}' (options start with '-'; see --help)")
+        parsed.positionals.append(arg)
+
+    @staticmethod
+    def _take_value(parsed: Parsed, option: Option, argv: list[str], i: int, value: str | None, missing: str) -> int:
+        """Store the option's value (given inline, or the next argument); return the next index."""
+        if value is None:
+            if i >= len(argv):
+                raise UsageError(missing)
+            value, i = argv[i], i + 1
+        parsed.values[option.key].extend(value.split(",") if option.comma_list else [value])
+        return i
+
+    def _llvm_option(self, parsed: Parsed, argv: list[str], i: int, arg: str) -> int:
+        body = arg[2:] if arg.startswith("--") else arg[1:]
+        name, eq, value = body.partition("=")
+        option = self.options.get(name)
+        if option is None:
+            raise UsageError(f"Unknown command line argument '{arg}'.  Try: '{self.prog} --help'")
+        dashes = "-" if len(name) == 1 else "--"
+        if not option.value:
+            if eq and value not in _TRUE + _FALSE:
+                raise UsageError(f"for the {dashes}{name} option: '{value}' is invalid value for boolean argument! "
+                                 f"Try 0 or 1")
+            parsed.flags[name] = not eq or value in _TRUE
+            return i
+        return self._take_value(parsed, option, argv, i, value if eq else None,
+                                f"for the {dashes}{name} option: requires a value!")
+
+    def _gnu_option(self, parsed: Parsed, argv: list[str], i: int, arg: str) -> int:
+        if arg.startswith("--"):
+            name, eq, value = arg[2:].partition("=")
+        else:  # a short option, its value attached (`-oFILE`) or the next argument
+            name, value = arg[1:2], arg[2:]
+            eq = "=" if value else ""
+        option = self.options.get(name)
+        if option is None or (not option.value and eq):
+            raise UsageError(f"unknown option '{arg}' (see '{self.prog} --help')")
+        if not option.value:
+            parsed.flags[name] = True
+            return i
+        return self._take_value(parsed, option, argv, i, value if eq else None, f"option '{arg}' needs a value")
+
+
+def llvm_version_argument(text: str | None, style: str = "gnu") -> int | None:
+    """A `--llvm-version` value, checked against the releases whose encodings the library knows
+    (None when not given); `style` words the message as the CLI's option style does."""
+    from .offload_binary import SUPPORTED_LLVM_VERSIONS
+
+    if text is None:
+        return None
+    try:
+        version = int(text)
+    except ValueError:
+        raise UsageError(f"invalid --llvm-version '{text}'" if style == "gnu" else
+                         f"for the --llvm-version option: '{text}' value invalid for integer argument!") from None
+    if version not in SUPPORTED_LLVM_VERSIONS:
+        given = f" {version}" if style == "gnu" else f"={text}"
+        raise UsageError(f"unsupported --llvm-version{given} (supported: "
+                         f"{', '.join(map(str, SUPPORTED_LLVM_VERSIONS))})")
+    return version
+
+
+def one_line(text) -> str:
+    """A message folded onto one line (never empty); spacing inside a line is kept."""
+    return " ".join(line.strip() for line in str(text).splitlines() if line.strip()) or "unknown error"
+
+
+def error_line(prog: str, message) -> None:
+    """Print `<prog>: error: <message>` to stderr, as one line."""
+    sys.stderr.write(f"{prog}: error: {one_line(message)}\n")
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, OffloadError):
+        return str(exc)
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    if isinstance(exc, MemoryError):
+        return "out of memory"
+    if isinstance(exc, RecursionError):
+        return "input nested too deeply"
+    if isinstance(exc, BrokenPipeError):
+        _silence_stdout()
+        return "broken pipe while writing to standard output"
+    if isinstance(exc, OSError):
+        name = exc.filename if exc.filename is not None else ""
+        return f"'{name}': {exc.strerror or exc}" if name else str(exc.strerror or exc)
+    return f"internal error: {type(exc).__name__}: {exc}"
+
+
+def run_command(prog: str, body: Callable[[], int | None]) -> int:
+    """Run a CLI's `body` under the error contract; return its exit status (0 if it returns None)."""
+    try:
+        status = body() or 0
+    except SystemExit:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the contract: one line, never a traceback
+        error_line(prog, _message(exc))
+        status = 1
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        status = 1
+        _silence_stdout()
+    return status
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe (`-list | head`), point stdout at /dev/null so that the interpreter's final
+    flush does not print a traceback."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
