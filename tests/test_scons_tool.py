@@ -80,11 +80,14 @@ def test_split_device_link_graph(mkenv):
     # A -O in LINKFLAGS sets the device link's LTO level, as it sets the wrapper's.
     prog = env.OffloadProgram("app_o3", ["src/a.c"], LINKFLAGS=["-O3"])
     assert b" -O3 " in _sig(prog[0].sources[1].sources[1])
-    # Without the split (or with LIBS, whose device code a separate device link would not see),
-    # the fat objects are linked and clang-linker-wrapper links all device code.
-    for name, kw in (("app2", {"OFFLOAD_SPLIT_DEVICE_LINK": False}), ("app3", {"LIBS": ["m"]})):
+    # Without the split (or with a library that may carry device code, which a separate device
+    # link would not see), the fat objects are linked and clang-linker-wrapper links all device code.
+    for name, kw in (("app2", {"OFFLOAD_SPLIT_DEVICE_LINK": False}), ("app3", {"LIBS": ["no_such_library"]})):
         prog = env.OffloadProgram(name, ["src/a.c", "src/b.cpp"], **kw)
         assert _names(prog[0].sources) == ["src/a.o", "src/b.o"]
+    # A shared system library carries no device code for this link: the split stays.
+    prog = env.OffloadProgram("app4", ["src/a.c", "src/b.cpp"], LIBS=["m"])
+    assert _names(prog[0].sources) == ["src/a.host.o", "src/b.host.o", "app4.offload.o"]
     # OffloadObjects built for other archs keep all their images in the carrier.
     other = env.Clone(OFFLOAD_ARCHS=["sm_80", "gfx90a"]).OffloadObject("src/c.c")
     prog = env.OffloadProgram("app6", ["src/a.c", other])
@@ -95,8 +98,9 @@ def test_split_device_link_graph(mkenv):
     assert _names(prog[0].sources) == ["src/a.o", "other.o"]
     # A link gets only the archs its languages were built for: a CUDA-only program does not
     # change (re-link) when an AMD arch is added.
+    # (A CUDA-only link is clang's CUDA link: its images name their archs, no OpenMP runtime.)
     cuda = env.OffloadProgram("cuda_app", ["src/k.cu"])
-    assert b"--offload-arch=sm_80 " in _sig(cuda[0]) and b"gfx" not in _sig(cuda[0])
+    assert b"--offload-link" in _sig(cuda[0]) and b"gfx" not in _sig(cuda[0]) and b"-fopenmp" not in _sig(cuda[0])
     # NVIDIA archs only: nothing to split.
     env = mkenv(OFFLOAD_ARCHS=["sm_80"])
     assert _names(env.OffloadProgram("app4", ["src/a.c"])[0].sources) == ["src/a.o"]
@@ -246,7 +250,7 @@ def test_device_link_helper_errors(tmp_path, clang, images, message):
     obj = tmp_path / "ref.o"
     obj.write_bytes(__import__("offload_tool.elf", fromlist=["x"]).empty_relocatable_like(
         b"\x7fELF\x02\x01\x01" + bytes(9) + b"\x01\x00\x3e\x00" + bytes(44)))
-    argv = [sys.executable, str(SITE_TOOLS / "offload" / "_device_link.py"), str(tmp_path / "out.o"), str(obj), clang,
+    argv = [sys.executable, str(SITE_TOOLS / "offload" / "_device_link.py"), str(tmp_path / "out.o"), str(obj), "llc-19", clang,
             "--", *[i.format(obj=obj, tmp=tmp_path) for i in images]]
     cp = subprocess.run(argv, capture_output=True, text=True, env=scons_env())
     assert cp.returncode == 1 and message in cp.stderr and "Traceback" not in cp.stderr, cp.stderr

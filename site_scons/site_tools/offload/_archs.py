@@ -1,12 +1,13 @@
 """`OFFLOAD_ARCHS` validation and the per-language arch selection.
 
+Languages themselves are records in `_languages`; this module only knows archs.
+
 Validation runs when a builder is called, i.e. while the SConscripts are read, so a bad arch
 fails before anything is built. The canonical forms come from `offload_tool.target_id`, which
 mirrors clang's own rules (aliases, feature order, conflicts)."""
 
 from __future__ import annotations
 
-import os
 import re
 
 import SCons.Errors
@@ -14,27 +15,7 @@ import SCons.Util
 
 from offload_tool.errors import OffloadError
 
-# Source suffix -> language. OpenMP offload for C/C++, CUDA for .cu, HIP for .hip.
-LANGUAGES = {
-    ".c": "openmp", ".cc": "openmp", ".cpp": "openmp", ".cxx": "openmp", ".C": "openmp", ".c++": "openmp",
-    ".cu": "cuda", ".hip": "hip",
-}
-C_SUFFIXES = {".c"}
-
-# Which vendors each language can target.
-LANGUAGE_VENDORS = {"openmp": ("nvidia", "amd"), "cuda": ("nvidia",), "hip": ("amd",)}
-
 _memo: dict[tuple, list[str]] = {}
-
-
-def language_of(node) -> str:
-    suffix = os.path.splitext(node.name)[1]
-    lang = LANGUAGES.get(suffix)
-    if lang is None:
-        raise SCons.Errors.UserError(
-            f"offload: cannot tell the offload language of '{node}' from its suffix "
-            f"(known: {', '.join(sorted(LANGUAGES))})")
-    return lang
 
 
 def raw_archs(env) -> list[str]:
@@ -61,13 +42,7 @@ def canonical_archs(env, llvm_version: int) -> list[str]:
         return _memo[key]
     out: list[str] = []
     for arch in raw:
-        try:
-            canon = target_id.canonical_offload_arch(arch, llvm_version=llvm_version)
-        except OffloadError as exc:
-            raise SCons.Errors.UserError(f"offload: OFFLOAD_ARCHS: '{arch}': {exc}") from None
-        if target_id.offload_arch_vendor(canon) is None:
-            raise SCons.Errors.UserError(
-                f"offload: OFFLOAD_ARCHS: '{arch}' is neither an NVIDIA (sm_*) nor an AMD (gfx*) offload arch")
+        canon = canonical_arch(arch, llvm_version, "OFFLOAD_ARCHS")
         if canon not in out:
             out.append(canon)
     try:
@@ -83,6 +58,39 @@ def canonical_archs(env, llvm_version: int) -> list[str]:
     return out
 
 
+def canonical_arch(arch: str, llvm_version: int, var: str) -> str:
+    """One offload arch, canonical (`fiji` -> `gfx803`, features sorted); a `UserError` naming
+    it and `var` otherwise. NVIDIA archs take no target features (clang refuses `sm_80:xnack+`)."""
+    from offload_tool import target_id
+
+    try:
+        canon = target_id.canonical_offload_arch(arch, llvm_version=llvm_version)
+    except OffloadError as exc:
+        raise SCons.Errors.UserError(f"offload: {var}: '{arch}': {exc}") from None
+    v = target_id.offload_arch_vendor(canon)
+    if v is None:
+        raise SCons.Errors.UserError(
+            f"offload: {var}: '{arch}' is neither an NVIDIA (sm_*) nor an AMD (gfx*) offload arch")
+    if v == "nvidia" and ":" in arch:
+        raise SCons.Errors.UserError(
+            f"offload: {var}: '{arch}': NVIDIA offload archs take no target features "
+            f"(features such as xnack and sramecc are AMD's); use '{canon.split(':')[0]}'")
+    return canon
+
+
+def is_offload_arch_file_part(part: str) -> bool:
+    """True when `part` is an offload arch as `file_safe` writes it (`sm_80`, `gfx90a_xnack+`)."""
+    from offload_tool import target_id
+
+    arch = part.replace("_", ":")
+    if arch.startswith("sm:"):
+        arch = "sm_" + arch[3:]
+    try:
+        return target_id.offload_arch_vendor(target_id.canonical_offload_arch(arch)) is not None
+    except (OffloadError, TypeError):
+        return False
+
+
 def vendor(arch: str) -> str:
     from offload_tool import target_id
     return target_id.offload_arch_vendor(arch)
@@ -93,10 +101,9 @@ def triple(arch: str) -> str:
     return target_id.offload_triple(arch)
 
 
-def archs_for(lang: str, archs: list[str]) -> list[str]:
-    """The subset of `archs` a source of language `lang` is built for."""
-    vendors = LANGUAGE_VENDORS[lang]
-    return [a for a in archs if vendor(a) in vendors]
+def archs_for(lang, archs: list[str]) -> list[str]:
+    """The subset of `archs` a source of language `lang` (a `_languages.Language`) is built for."""
+    return [a for a in archs if vendor(a) in lang.vendors]
 
 
 def file_safe(arch: str) -> str:

@@ -1,4 +1,4 @@
-"""`python _device_link.py OUT REF CLANG [clang link flags] -- IMAGE...`: the device link of one
+"""`python _device_link.py OUT REF LLC CLANG [clang link flags] -- IMAGE...`: the device link of one
 AMD arch of a program, as its own build step.
 
 clang-linker-wrapper links AMD OpenMP device code (bitcode) with LTO inside the final link, for
@@ -7,6 +7,7 @@ one arch or editing one source re-runs all of them. Here the LTO of one arch run
 images (`--image=file=...,triple=...,arch=...,kind=...`) go into an empty carrier object shaped
 like REF, `CLANG -r -save-temps` links them with the device runtime (the wrapper's own LTO), and
 its optimized module (`r.o.<triple>.<arch>.postopt.bc`) is compiled to OUT by that LLVM's `llc`
+(LLC: what the clang answers to `-print-prog-name=llc`)
 with the options of the wrapper's LTO code generator (CPU, opt level, PIC). Not the `.o` that
 -save-temps leaves: that one went through a textual `.s`, which changes the kernel descriptors'
 float modes on some processors (gfx1030). Given to the final link as that arch's only image, OUT
@@ -23,10 +24,6 @@ import sys
 _NOISE = "argument unused during compilation: '-O2'"
 
 
-def _which(program: str) -> str:
-    return shutil.which(program) or program
-
-
 def _opt_level(flags: list[str]) -> str:
     """The wrapper's `--opt-level` as clang derives it from the link's last -O flag (default 2)."""
     level = "2"
@@ -38,11 +35,11 @@ def _opt_level(flags: list[str]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if "--" not in argv or len(argv) < 4:
-        sys.stderr.write("usage: _device_link.py OUT REF CLANG [clang link flags] -- IMAGE...\n")
+    if "--" not in argv or argv.index("--") < 4:
+        sys.stderr.write("usage: _device_link.py OUT REF LLC CLANG [clang link flags] -- IMAGE...\n")
         return 1
     sep = argv.index("--")
-    (out, ref, clang, *flags), images = argv[:sep], argv[sep + 1:]
+    (out, ref, llc, clang, *flags), images = argv[:sep], argv[sep + 1:]
     if not images:
         sys.stderr.write("offload device link: no images\n")
         return 1
@@ -88,12 +85,13 @@ def main(argv: list[str]) -> int:
         if parsed is None:
             sys.stderr.write(f"offload device link: '{arch}' is not a target ID\n")
             return 1
-        llc = os.path.join(os.path.dirname(os.path.realpath(_which(clang))), "llc")
-        if not os.access(llc, os.X_OK):
-            sys.stderr.write(f"offload device link: {llc} not found (Debian package llvm-N for clang-N)\n")
+        try:
+            cp = subprocess.run([llc, f"-O{_opt_level(flags)}", f"-mtriple={triple}", f"-mcpu={parsed[0]}",
+                                 "-filetype=obj", "-relocation-model=pic", found[0], "-o", os.path.join(work, "linked.o")])
+        except OSError as exc:
+            sys.stderr.write(f"offload device link: cannot run {llc}: {exc.strerror or exc} "
+                             "(Debian package llvm-N for clang-N)\n")
             return 1
-        cp = subprocess.run([llc, f"-O{_opt_level(flags)}", f"-mtriple={triple}", f"-mcpu={parsed[0]}",
-                             "-filetype=obj", "-relocation-model=pic", found[0], "-o", os.path.join(work, "linked.o")])
         if cp.returncode:
             return cp.returncode
         os.replace(os.path.join(work, "linked.o"), out)

@@ -1,4 +1,5 @@
-"""`generate`/`exists` of the offload tool: defaults, builders, methods."""
+"""`generate`/`exists` of the offload tool: defaults, builders, methods, gathered from the builder
+modules (each declares its own `COMMANDS`, `COMSTRS`, `builders()` and `PSEUDO_BUILDERS`)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import os
 import SCons
 import SCons.Errors
 
-from . import _builders, _toolchain
+from . import _bundling, _compile, _languages, _link, _toolchain, _variables
 
-MIN_SCONS = (4, 2)
+MIN_SCONS = (4, 5)
+BUILDER_MODULES = (_compile, _link, _bundling)
 
 
 def _library_pythonpath() -> str:
@@ -24,7 +26,11 @@ def generate(env, **kw) -> None:
                                      f"this is {SCons.__version__}")
     for k, v in kw.items():
         env[k] = v
-    _builders.set_defaults(env)
+    commands, comstrs = {}, {}
+    for m in BUILDER_MODULES:
+        commands.update(m.COMMANDS)
+        comstrs.update(m.COMSTRS)
+    _variables.set_defaults(env, commands, comstrs)
     # Library CLIs run as `$OFFLOAD_PYTHON -m offload_tool.<cli>`: make the library importable in
     # the action's environment even when it is used from a checkout rather than installed.
     libdir = _library_pythonpath()
@@ -33,11 +39,13 @@ def generate(env, **kw) -> None:
     if libdir not in pp.split(os.pathsep):
         env["ENV"]["PYTHONPATH"] = libdir + (os.pathsep + pp if pp else "")
     builders = env["BUILDERS"]
-    for name, b in _builders.hidden_builders().items():
-        if name not in builders:
-            builders[name] = b
-    for fn in _builders.PSEUDO_BUILDERS:
-        env.AddMethod(fn, fn.__name__)
+    for m in BUILDER_MODULES:
+        for name, b in m.builders().items():
+            if name not in builders:
+                builders[name] = b
+        for fn in m.PSEUDO_BUILDERS:
+            env.AddMethod(fn, fn.__name__)
+    env.AddMethod(_languages.OffloadAddLanguage, "OffloadAddLanguage")
 
 
 def exists(env) -> bool:

@@ -1,11 +1,20 @@
 """Finding and identifying the toolchains the offload tool drives (clang, nvcc, hipcc).
 
-Everything here is cheap at SConscript-read time: finding a program is a directory listing, and
-the `--version` probe that identifies a toolchain runs lazily (only when a signature is computed)
-and is memoised by (real path, mtime), so each binary runs once per SCons process."""
+A compiler's layout is never guessed from where its executable lives: `/usr/lib/ccache/clang-19`
+is a symlink to ccache, a Spack or site wrapper is a script in a folder of its own, and neither has
+LLVM's `lib` or `llc` beside it. So the compiler is asked, through the same command and with the
+same environment the build will run it with:
+
+- `--version`: its identity (part of every signature of what it builds) and major version;
+- `-print-file-name=libomptarget.so` and the OpenMP device runtime's name: where LLVM's OpenMP
+  runtime lives (rpath, `-L`, and the NVIDIA device bitcode that clang 19 must be told about);
+- `-print-prog-name=llc` (and the linker wrapper, lld): the helper programs of *that* LLVM.
+
+The queries run in parallel, once per (command, resolved path, PATH) per SCons process."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import subprocess
@@ -24,6 +33,51 @@ DEBIAN_PACKAGES = {
 CLANG_MIN_MAJOR = 19
 _CLANG_RE = re.compile(r"^clang-(\d+)$")
 
+# Names of the OpenMP device runtime archive: LLVM 19 ships `libomptarget.devicertl.a`, later
+# releases `libompdevice.a`.
+DEVICE_RUNTIME_NAMES = ("libomptarget.devicertl.a", "libompdevice.a")
+HELPER_PROGRAMS = ("llc", "clang-linker-wrapper", "ld.lld")
+
+
+@dataclasses.dataclass(frozen=True)
+class Compiler:
+    """What a compiler command says about itself (see the module docstring)."""
+
+    command: str                  # as the build runs it (a name on the build's PATH, or a path)
+    path: str | None              # the command resolved on the build's PATH
+    identity: str                 # `--version`, minus the machine-specific InstalledDir line
+    major: int | None             # clang major version, when it is a clang
+    openmp_lib_dir: str | None    # folder of libomptarget.so (the host OpenMP offload runtime)
+    device_runtime: str | None    # path of the OpenMP device runtime archive
+    programs: dict                # helper program name -> absolute path, or None when absent
+
+    @property
+    def has_openmp_offload(self) -> bool:
+        """OpenMP offload can build and run with this clang: host and device runtimes found."""
+        return bool(self.openmp_lib_dir and self.device_runtime)
+
+    @property
+    def nvptx_bitcode_dir(self) -> str | None:
+        """Folder of `libomptarget-nvptx*.bc` (clang 19 wants it named with
+        `--libomptarget-nvptx-bc-path`), or None."""
+        for d in filter(None, (self.openmp_lib_dir, os.path.dirname(self.device_runtime or ""))):
+            try:
+                if any(n.startswith("libomptarget-nvptx") and n.endswith(".bc") for n in os.listdir(d)):
+                    return d
+            except OSError:
+                continue
+        return None
+
+    def program(self, name: str) -> str | None:
+        return self.programs.get(name)
+
+
+def build_env(env) -> dict:
+    """The process environment the build runs commands with (SCons's `env['ENV']`), as strings."""
+    out = {str(k): str(v) for k, v in env["ENV"].items()}
+    out.setdefault("HIP_PLATFORM", "amd")
+    return out
+
 
 def search_path(env) -> list[str]:
     """Directories searched for tools: the build's ENV PATH first, then the caller's PATH."""
@@ -35,41 +89,88 @@ def search_path(env) -> list[str]:
     return dirs
 
 
-_LIB_DIRS: dict[str, str | None] = {}
+def _run_all(argvs: list[list[str]], penv: dict) -> list[str | None]:
+    """Run the commands in parallel; each one's stdout, or None when it could not run or failed."""
+    procs = []
+    for argv in argvs:
+        try:
+            procs.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                          stdin=subprocess.DEVNULL, env=penv, text=True))
+        except OSError:
+            procs.append(None)
+    out: list[str | None] = []
+    for p in procs:
+        if p is None:
+            out.append(None)
+            continue
+        try:
+            stdout, _ = p.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            out.append(None)
+            continue
+        out.append(stdout if p.returncode == 0 else None)
+    return out
 
 
-def llvm_lib_dir(clang: str) -> str | None:
-    """The `lib` directory of the LLVM installation a clang binary belongs to (Debian layout
-    `/usr/lib/llvm-N/bin/clang`), where the OpenMP device runtime lives."""
-    if clang not in _LIB_DIRS:
-        _LIB_DIRS[clang] = _llvm_lib_dir(clang)
-    return _LIB_DIRS[clang]
+def _identity_text(version_output: str | None) -> str:
+    if version_output is None:
+        return "unrunnable"
+    # Drop the line naming the install folder (clang's "InstalledDir: ..."): machine-specific, and
+    # clones or caches on other machines with the same toolchain must agree.
+    lines = [ln.strip() for ln in version_output.splitlines() if ln.strip() and not ln.startswith("InstalledDir")]
+    return " | ".join(lines)
 
 
-def _llvm_lib_dir(clang: str) -> str | None:
-    real = os.path.realpath(clang)
-    lib = os.path.join(os.path.dirname(os.path.dirname(real)), "lib")
-    return lib if os.path.isdir(lib) else None
+def _found_file(answer: str | None) -> str | None:
+    """A `-print-file-name=`/`-print-prog-name=` answer: an existing absolute path, or None (the
+    compiler echoes the bare name back when it finds nothing)."""
+    if not answer:
+        return None
+    path = answer.strip()
+    return os.path.normpath(path) if os.path.isabs(path) and os.path.exists(path) else None
 
 
-def has_openmp_device_runtime(clang: str) -> bool:
-    lib = llvm_lib_dir(clang)
-    if not lib:
-        return False
-    try:
-        names = os.listdir(lib)
-    except OSError:
-        return False
-    return any(n.startswith("libomptarget") for n in names)
+_COMPILERS: dict[tuple, Compiler] = {}
+
+
+def probe_compiler(env, command: str, clang: bool = True) -> Compiler:
+    """The `Compiler` record of `command` as the build would run it (memoised). For non-clang
+    compilers (nvcc, hipcc) only the identity is asked."""
+    path = resolve(env, command)
+    penv = build_env(env)
+    key = (command, path, penv.get("PATH", ""), clang)
+    if key in _COMPILERS:
+        return _COMPILERS[key]
+    if path is None:
+        info = Compiler(command, None, "missing", None, None, None, {})
+    else:
+        queries = [[path, "--version"]]
+        if clang:
+            queries += [[path, "-print-file-name=libomptarget.so"]]
+            queries += [[path, f"-print-file-name={n}"] for n in DEVICE_RUNTIME_NAMES]
+            queries += [[path, f"-print-prog-name={p}"] for p in HELPER_PROGRAMS]
+        answers = _run_all(queries, penv)
+        identity = _identity_text(answers[0])
+        m = re.search(r"clang version (\d+)", identity)
+        if clang:
+            omp = _found_file(answers[1])
+            runtimes = [_found_file(a) for a in answers[2:2 + len(DEVICE_RUNTIME_NAMES)]]
+            progs = {p: _found_file(a) for p, a in zip(HELPER_PROGRAMS, answers[2 + len(DEVICE_RUNTIME_NAMES):])}
+            info = Compiler(command, path, identity, int(m.group(1)) if m else None,
+                            os.path.dirname(omp) if omp else None, next(filter(None, runtimes), None), progs)
+        else:
+            info = Compiler(command, path, identity, int(m.group(1)) if m else None, None, None, {})
+    _COMPILERS[key] = info
+    return info
 
 
 def find_clang(env) -> str | None:
-    """The newest `clang-N` (N >= 19) on the search path that has an OpenMP device runtime
-    installed; failing that, the newest `clang-N` (N >= 19) at all.
-
-    The issue asks for "the newest clang-N found, 19 or later"; the runtime check is added
-    because Debian's clang-22 here ships without libomptarget, so OpenMP offload cannot work
-    with it (`no library 'libomptarget-nvptx.bc' found`)."""
+    """The newest `clang-N` (N >= 19) on the search path that can build OpenMP offload (the
+    compiler says where its host and device runtimes are); failing that, the newest `clang-N` at
+    all. Each candidate is asked through the command found, so a ccache masquerade folder first on
+    PATH is used as it is (and answers for the compiler behind it)."""
     found: dict[int, str] = {}
     for d in search_path(env):
         try:
@@ -84,18 +185,17 @@ def find_clang(env) -> str | None:
                     found[int(m.group(1))] = path
     if not found:
         return None
-    for major in sorted(found, reverse=True):
-        if has_openmp_device_runtime(found[major]):
-            return os.path.basename(found[major]) if _on_env_path(env, found[major]) else found[major]
-    best = found[max(found)]
-    return os.path.basename(best) if _on_env_path(env, best) else best
+    majors = sorted(found, reverse=True)
+    best = next((found[m] for m in majors if probe_compiler(env, _command_for(env, found[m])).has_openmp_offload),
+                found[majors[0]])
+    return _command_for(env, best)
 
 
-def _on_env_path(env, path: str) -> bool:
-    """True when `path` is what the build's own ENV PATH finds for its basename, so the bare
-    name can go into commands (keeps absolute paths out of signatures)."""
+def _command_for(env, path: str) -> str:
+    """The bare name when the build's own ENV PATH finds this very file for it (keeps absolute
+    paths out of command lines and signatures), else the path."""
     found = env.WhereIs(os.path.basename(path))
-    return bool(found) and os.path.realpath(found) == os.path.realpath(path)
+    return os.path.basename(path) if found and os.path.abspath(found) == os.path.abspath(path) else path
 
 
 def find_program(env, names: list[str]) -> str | None:
@@ -104,7 +204,7 @@ def find_program(env, names: list[str]) -> str | None:
     for n in names:
         p = env.WhereIs(n, path=path)
         if p:
-            return n if _on_env_path(env, p) else p
+            return _command_for(env, p)
     return None
 
 
@@ -136,49 +236,26 @@ def require(env, var: str, tool: str) -> str:
     return path
 
 
-_ID_CACHE: dict[tuple[str, float], str] = {}
-
-
-def tool_identity(path: str | None) -> str:
-    """`<program> --version` output (the toolchain identity in signatures), memoised by
-    (real path, mtime). The path itself is left out so clones and caches on other machines
-    with the same toolchain agree."""
-    if not path:
-        return "none"
-    if path in _BY_PATH:          # one stat per binary per SCons run is enough
-        return _BY_PATH[path]
-    _BY_PATH[path] = _probe(path)
-    return _BY_PATH[path]
-
-
-_BY_PATH: dict[str, str] = {}
-
-
-def _probe(path: str) -> str:
-    real = os.path.realpath(path)
-    try:
-        key = (real, os.stat(real).st_mtime)
-    except OSError:
-        return "missing"
-    if key not in _ID_CACHE:
-        try:
-            cp = subprocess.run([real, "--version"], capture_output=True, text=True, timeout=60,
-                                env=dict(os.environ, HIP_PLATFORM=os.environ.get("HIP_PLATFORM", "amd")))
-            out = cp.stdout
-        except (OSError, subprocess.SubprocessError) as exc:
-            out = f"unrunnable: {exc}"
-        # Drop lines naming the install directory (clang's "InstalledDir: ..."), machine-specific.
-        lines = [ln.strip() for ln in out.splitlines() if ln.strip() and not ln.startswith("InstalledDir")]
-        _ID_CACHE[key] = " | ".join(lines)
-    return _ID_CACHE[key]
-
-
-def clang_major(identity: str) -> int | None:
-    m = re.search(r"clang version (\d+)", identity)
-    return int(m.group(1)) if m else None
-
-
-def clang_companion(clang: str, name: str) -> str:
-    """`clang++-19` for `clang-19`, or `/x/clang++` for `/x/clang`."""
+def clang_companion(env, clang: str, name: str) -> str | None:
+    """`clang++-19` for `clang-19`, or `/x/clang++` for `/x/clang` (also in a ccache masquerade
+    folder), when the build finds that program; None otherwise (a wrapper script has none)."""
     d, b = os.path.split(clang)
-    return os.path.join(d, b.replace("clang", name, 1)) if d else b.replace("clang", name, 1)
+    if "clang" not in b:
+        return None
+    other = os.path.join(d, b.replace("clang", name, 1)) if d else b.replace("clang", name, 1)
+    return other if resolve(env, other) else None
+
+
+_FILE_NAMES: dict[tuple, str | None] = {}
+
+
+def print_file_name(env, command: str, name: str) -> str | None:
+    """Where the compiler finds library file `name` (`-print-file-name=`), or None (memoised)."""
+    path = resolve(env, command)
+    if path is None:
+        return None
+    penv = build_env(env)
+    key = (path, penv.get("PATH", ""), name)
+    if key not in _FILE_NAMES:
+        _FILE_NAMES[key] = _found_file(_run_all([[path, f"-print-file-name={name}"]], penv)[0])
+    return _FILE_NAMES[key]

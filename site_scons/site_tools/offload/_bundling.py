@@ -1,0 +1,112 @@
+"""The bundler's and inspector's actions as targets.
+
+    OffloadBundle, OffloadUnbundle, OffloadUnbundleArchive, OffloadManifest
+
+Each runs one of the library's CLIs as a command (`$OFFLOAD_PYTHON -m offload_tool.<cli>`), so it
+signs, caches and parallelises like any other command."""
+
+from __future__ import annotations
+
+import os
+
+import SCons.Errors
+import SCons.Util
+
+from ._archs import file_safe
+from ._builders import LIBRARY_VARS, PY, action, builder, canonical, node, nodes, settings
+
+COMMANDS = {
+    "OFFLOAD_BUNDLECOM": f"{PY} -m offload_tool.bundler -type=$_OFFLOAD_BUNDLETYPE $_OFFLOAD_COMPRESSFLAG "
+                         '-targets=$_OFFLOAD_BUNDLETARGETS $_OFFLOAD_INPUTFLAGS '
+                         "-output=$TARGET $OFFLOAD_BUNDLERFLAGS",
+    "OFFLOAD_UNBUNDLECOM": f"{PY} -m offload_tool.bundler -unbundle -type=$_OFFLOAD_BUNDLETYPE "
+                           '-targets=$_OFFLOAD_BUNDLETARGETS -input=$SOURCE '
+                           '$_OFFLOAD_OUTPUTFLAGS $OFFLOAD_BUNDLERFLAGS',
+    "OFFLOAD_UNBUNDLEARCHIVECOM": f"{PY} -m offload_tool.bundler -unbundle -type=a -allow-missing-bundles "
+                                  '-targets=$_OFFLOAD_BUNDLETARGETS -input=$SOURCE '
+                                  '$_OFFLOAD_OUTPUTFLAGS $OFFLOAD_BUNDLERFLAGS',
+    "OFFLOAD_MANIFESTCOM": f"$_OFFLOAD_VERIFY_CMDS {PY} -m offload_tool.cli inspect --json "
+                           "$_OFFLOAD_LLVMVERSIONFLAG $SOURCES > ${TARGET}.tmp && mv ${TARGET}.tmp $TARGET",
+}
+
+COMSTRS = {
+    "OFFLOAD_BUNDLECOMSTR": "BUNDLE ${TARGET}",
+    "OFFLOAD_UNBUNDLECOMSTR": "UNBUNDLE ${SOURCE}",
+    "OFFLOAD_UNBUNDLEARCHIVECOMSTR": "UNBUNDLE ${SOURCE}",
+    "OFFLOAD_MANIFESTCOMSTR": "MANIFEST ${TARGET}",
+}
+
+
+def _entry_name(stem: str, entry: str, ext: str) -> str:
+    return f"{stem}-{file_safe(entry)}{ext}"
+
+
+def _targets_list(env) -> list[str]:
+    targets = [str(t) for t in SCons.Util.flatten([env.get("OFFLOAD_TARGETS") or []])]
+    if not targets:
+        raise SCons.Errors.UserError("offload: OFFLOAD_TARGETS=[...] (bundle entry IDs) is required")
+    return targets
+
+
+def _unbundle_emitter(default_ext: str):
+    """Name one target per OFFLOAD_TARGETS entry: `<stem>-<entry><ext>` beside the input."""
+    def emit(target, source, env):
+        s = source[0]
+        stem, ext = os.path.splitext(s.name)
+        return [s.dir.File(_entry_name(stem, e, ext or default_ext)) for e in _targets_list(env)], source
+    return emit
+
+
+def builders() -> dict:
+    return {
+        "_OffloadBundle": builder(action=action("OFFLOAD_BUNDLECOM", LIBRARY_VARS)),
+        "_OffloadUnbundle": builder(action=action("OFFLOAD_UNBUNDLECOM", LIBRARY_VARS),
+                                    emitter=_unbundle_emitter("")),
+        "_OffloadUnbundleArchive": builder(action=action("OFFLOAD_UNBUNDLEARCHIVECOM", LIBRARY_VARS),
+                                           emitter=_unbundle_emitter(".a")),
+        "_OffloadManifest": builder(action=action("OFFLOAD_MANIFESTCOM", LIBRARY_VARS)),
+    }
+
+
+def OffloadBundle(env, target, source, **kw):
+    """Bundle inputs (one per OFFLOAD_TARGETS entry) with the library's bundler."""
+    targets = _targets_list(settings(env, kw))
+    srcs = nodes(env, source)
+    if len(srcs) != len(targets):
+        raise SCons.Errors.UserError(
+            f"offload: OffloadBundle: {len(srcs)} inputs for {len(targets)} OFFLOAD_TARGETS (need one each)")
+    t = node(env, target)
+    return env._OffloadBundle(t, srcs, _OFFLOAD_BUNDLE_FILE=t.name, **kw)
+
+
+def OffloadUnbundle(env, source, target=None, **kw):
+    """Unbundle: one named target per OFFLOAD_TARGETS entry (`<stem>-<entry><ext>`), one action."""
+    _targets_list(settings(env, kw))
+    out = []
+    for s in nodes(env, source):
+        out.extend(env._OffloadUnbundle(None, s, _OFFLOAD_BUNDLE_FILE=s.name, **kw))
+    return SCons.Util.NodeList(out)
+
+
+def OffloadUnbundleArchive(env, source, target=None, **kw):
+    """Heterogeneous archive -> one device-specific archive per OFFLOAD_TARGETS entry."""
+    _targets_list(settings(env, kw))
+    out = []
+    for s in nodes(env, source):
+        out.extend(env._OffloadUnbundleArchive(None, s, **kw))
+    return SCons.Util.NodeList(out)
+
+
+def OffloadManifest(env, target, source, **kw):
+    """JSON of `offload-tool inspect` for built outputs; `offload-tool verify` of each first
+    (host/device entry consistency; with OFFLOAD_REQUIRE=[archs] or True, the archs too)."""
+    senv = settings(env, kw)
+    o = dict(kw)
+    if senv.get("OFFLOAD_REQUIRE") is True:
+        o["_OFFLOAD_CANONICAL_ARCHS"] = canonical(senv)
+    made = env._OffloadManifest(target, nodes(env, source), **o)
+    env.NoCache(made)
+    return made
+
+
+PSEUDO_BUILDERS = [OffloadBundle, OffloadUnbundle, OffloadUnbundleArchive, OffloadManifest]

@@ -1,0 +1,399 @@
+"""Compile builders: one host compile per source, one device compile per (source, arch), and the
+per-source containers (OffloadBinary package + fat object, or HIP's `.hipfb` bundle).
+
+    OffloadHostObject, OffloadDeviceObject, OffloadPackage, OffloadEmbed, OffloadObject
+
+The language of each source (`_languages`) decides the graph: OpenMP and CUDA with clang are
+host + device nodes + package/embed; HIP bundles its code objects into the host compile; CUDA with
+nvcc is one compile per source; a plain host source (`OFFLOAD_LANG='host'`) is the environment's
+own `Object`."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+
+import SCons.Action
+import SCons.Errors
+import SCons.Script
+import SCons.Tool
+import SCons.Util
+
+from . import _archs, _compdb, _languages, _toolchain
+from ._archs import archs_for, file_safe
+from ._builders import (COMPILER_VARS, LAUNCH, LIBRARY_VARS, PY, InProcessAction, action, builder, canonical, node,
+                        nodes, registry, settings, stem, wants)
+from ._languages import language_of
+
+_PACKAGE_EMBED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_package_embed.py")
+
+COMMANDS = {
+    "OFFLOAD_HOSTCOM": f"{LAUNCH} $OFFLOAD_CLANG $_OFFLOAD_HOST_LANGFLAGS --offload-host-only -c -o $TARGET "
+                       "$OFFLOAD_HOSTFLAGS $_OFFLOAD_SRCFLAGS $_CCCOMCOM $SOURCE",
+    "OFFLOAD_DEVICECOM": f"{LAUNCH} $OFFLOAD_CLANG $_OFFLOAD_DEVICE_LANGFLAGS --offload-device-only "
+                         "--offload-arch=$OFFLOAD_ARCH $_OFFLOAD_VENDORFLAGS -c -o $TARGET "
+                         "$OFFLOAD_DEVICEFLAGS $_OFFLOAD_SRCFLAGS $_CCCOMCOM $SOURCE",
+    # nvcc: its own flags ($OFFLOAD_NVCCFLAGS); the host compiler's through -Xcompiler.
+    "OFFLOAD_NVCCCOM": f"{LAUNCH} $OFFLOAD_NVCC -c -o $TARGET $_OFFLOAD_NVCC_GENCODE $OFFLOAD_NVCCFLAGS "
+                       "$_OFFLOAD_NVCC_HOSTFLAGS $_CCCOMCOM $SOURCE",
+    "OFFLOAD_HIPFBCOM": f"{PY} -m offload_tool.bundler -type=o -bundle-align=4096 $_OFFLOAD_COMPRESSFLAG "
+                        "-targets=$_OFFLOAD_HIPFB_TARGETS -input=/dev/null "
+                        '$_OFFLOAD_INPUTFLAGS -output=$TARGET',
+    "OFFLOAD_PACKAGECOM": f"{PY} -m offload_tool.packager $_OFFLOAD_PACKAGERFLAGS -o $TARGET $_OFFLOAD_IMAGES",
+    "OFFLOAD_EMBEDCOM": f"{PY} -m offload_tool.embed ${{SOURCES[0]}} ${{SOURCES[1:]}} -o $TARGET",
+    "OFFLOAD_PACKAGEEMBEDCOM": f"$( $OFFLOAD_PYTHON {_PACKAGE_EMBED} $) ${{TARGETS[0]}} ${{TARGETS[1]}} "
+                               "${SOURCES[0]} $_OFFLOAD_PACKAGERFLAGS $_OFFLOAD_EMBED_IMAGES",
+}
+
+COMSTRS = {
+    "OFFLOAD_HOSTCOMSTR": "HOST ${SOURCE}",
+    "OFFLOAD_DEVICECOMSTR": "DEVICE ${OFFLOAD_ARCH} ${SOURCE}",
+    "OFFLOAD_NVCCCOMSTR": "NVCC ${SOURCE}",
+    "OFFLOAD_HIPFBCOMSTR": "BUNDLE ${TARGET}",
+    "OFFLOAD_PACKAGECOMSTR": "PACKAGE ${TARGET}",
+    "OFFLOAD_EMBEDCOMSTR": "EMBED ${TARGET}",
+    "OFFLOAD_PACKAGEEMBEDCOMSTR": "PACKAGE+EMBED ${TARGETS[1]}",
+}
+
+
+def _run_package_embed(argv):
+    from . import _package_embed
+    return _package_embed.main(argv)
+
+
+class _CompileAction(SCons.Action.CommandAction):
+    """A host or device compile. When a source that was compiled as OpenMP offload because of its
+    suffix fails and it is written in CUDA or HIP, say so and name the setting that fixes it (real
+    HIP code lives in `.cpp` files; clang's own error, `hip_runtime.h: Must define exactly one of
+    __HIP_PLATFORM_AMD__ ...`, does not say why)."""
+
+    def execute(self, target, source, env, executor=None):
+        status = super().execute(target, source, env, executor)
+        if status and env.get("_OFFLOAD_LANG") == "openmp" and not env.get("OFFLOAD_LANG"):
+            src = (executor.get_all_sources() if executor else source)[0]
+            hint = _foreign_language_hint(src)
+            if hint:
+                sys.stderr.write(f"offload: note: '{src}' was compiled as OpenMP offload (from its suffix) but "
+                                 f"looks like {hint} code; set OFFLOAD_LANG='{hint.lower()}' for it "
+                                 f"(e.g. env.OffloadObject('{src}', OFFLOAD_LANG='{hint.lower()}'))\n")
+        return status
+
+
+def _foreign_language_hint(src) -> str | None:
+    try:
+        with open(src.srcnode().get_abspath(), "rb") as f:
+            text = f.read(1 << 20)
+    except OSError:
+        return None
+    if b"hip/hip_runtime" in text or b"hipLaunchKernelGGL" in text:
+        return "HIP"
+    if b"cuda_runtime" in text or b"<<<" in text:
+        return "CUDA"
+    return None
+
+
+def builders() -> dict:
+    scanner = SCons.Tool.CScanner
+    return {
+        "_OffloadHostCompile": builder(action=_CompileAction("$OFFLOAD_HOSTCOM", cmdstr="$OFFLOAD_HOSTCOMSTR",
+                                                             varlist=COMPILER_VARS), source_scanner=scanner),
+        "_OffloadDeviceCompile": builder(action=_CompileAction("$OFFLOAD_DEVICECOM", cmdstr="$OFFLOAD_DEVICECOMSTR",
+                                                               varlist=COMPILER_VARS), source_scanner=scanner),
+        "_OffloadNvccCompile": builder(action=action("OFFLOAD_NVCCCOM", ["_OFFLOAD_NVCC_ID"]), source_scanner=scanner),
+        "_OffloadHipfb": builder(action=action("OFFLOAD_HIPFBCOM", LIBRARY_VARS)),
+        "_OffloadPackage": builder(action=action("OFFLOAD_PACKAGECOM", LIBRARY_VARS + ["_OFFLOAD_PACKAGERFLAGS"])),
+        "_OffloadEmbed": builder(action=action("OFFLOAD_EMBEDCOM", LIBRARY_VARS)),
+        "_OffloadPackageEmbed": builder(action=InProcessAction(
+            "$OFFLOAD_PACKAGEEMBEDCOM", _PACKAGE_EMBED, _run_package_embed, cmdstr="$OFFLOAD_PACKAGEEMBEDCOMSTR",
+            varlist=LIBRARY_VARS + ["_OFFLOAD_PACKAGERFLAGS"])),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Per-source values
+
+def _identity(node) -> str:
+    """The source file's (st_dev, st_ino), read now (SConscript time): clang names OpenMP
+    offload entries after it, so host and device objects of a source must come from the same
+    file identity. A re-created file (new inode) changes this value and rebuilds every node of
+    that source together."""
+    src = node.srcnode()
+    try:
+        st = os.stat(src.get_abspath())
+        return f"{src.get_path()} dev={st.st_dev} ino={st.st_ino}"
+    except OSError:
+        return f"{src.get_path()} absent"
+
+
+def _source_id_flag(node) -> str:
+    """`-D__OFFLOAD_SOURCE_ID=<dev>_<ino>` for the compiles of a file-identity language: a compiler
+    cache (ccache, sccache) then keys those objects by the file they came from, so a cached host
+    object never meets a device object of another clone's file. Outside the signature: the
+    identity is a dependency of these nodes already."""
+    try:
+        st = os.stat(node.srcnode().get_abspath())
+    except OSError:
+        return ""
+    return f"$( -D__OFFLOAD_SOURCE_ID={st.st_dev:x}_{st.st_ino:x} $)"
+
+
+def _cuid(node) -> str:
+    """A stable per-source `-cuid`: hash of the path relative to the top directory, so CUDA/HIP
+    nodes are the same in every clone (and shareable through CacheDir)."""
+    return hashlib.sha1(node.srcnode().get_path().encode()).hexdigest()[:16]
+
+
+def _src_flags(node, lang) -> str:
+    c = lang is _languages.OPENMP and os.path.splitext(node.name)[1] in _languages.C_SUFFIXES
+    return "$CCFLAGS $CFLAGS" if c else "$CCFLAGS $CXXFLAGS"
+
+
+def _common_overrides(env, s, lang, kw) -> dict:
+    o = dict(kw)
+    o.update(_OFFLOAD_LANG=lang.name, _OFFLOAD_SRCFLAGS=_src_flags(s, lang), _OFFLOAD_CUID=_cuid(s),
+             _OFFLOAD_SOURCE_ID=_source_id_flag(s) if lang.file_identity else "",
+             _OFFLOAD_CUDAPATHFLAG="--cuda-path=$OFFLOAD_CUDA_PATH" if env.get("OFFLOAD_CUDA_PATH") else "",
+             _OFFLOAD_ROCMFLAGS=("--rocm-path=$OFFLOAD_ROCM_PATH" if env.get("OFFLOAD_ROCM_PATH") else ""),
+             _OFFLOAD_HOST_LANGFLAGS=lang.host_flags, _OFFLOAD_DEVICE_LANGFLAGS=lang.device_flags)
+    return o
+
+
+def require_clang(env):
+    _toolchain.require(env, "OFFLOAD_CLANG", "clang")
+
+
+# --------------------------------------------------------------------------------------------
+# Host and device compiles
+
+def host_object(env, s, target, kw, extra_sources=(), pic=False):
+    senv = settings(env, kw)
+    require_clang(senv)
+    lang = language_of(s, senv)
+    tgt = node(env, target) if target else s.dir.File(stem(s) + (".host.os" if pic else ".host.o"))
+
+    def make():
+        o = _common_overrides(senv, s, lang, kw)
+        o["_OFFLOAD_HIPFB_INCLUDE"] = ("-Xclang -fcuda-include-gpubinary -Xclang ${SOURCES[1]}"
+                                       if extra_sources else "")
+        if pic:
+            o["OFFLOAD_HOSTFLAGS"] = SCons.Util.CLVar(senv.get("OFFLOAD_HOSTFLAGS", [])) + ["-fPIC"]
+        made = env._OffloadHostCompile(tgt, [s] + list(extra_sources), **o)
+        if lang.file_identity:
+            env.Depends(made, env.Value(_identity(s)))
+        for n in made:
+            n.attributes.offload_lang = lang.name
+        _compdb.record(senv.Override(o), made, [s], "OFFLOAD_HOSTCOM")
+        # Every clang-built source has a host object: it owns the source's stale per-arch files.
+        clean_stale_archs(env, made, s.dir, stem(s) + ".", (".o", ".bc", ".co"), archs_for(lang, canonical(senv)))
+        return made
+
+    return registry.get(env, tgt.get_path(), "host" + ("+hipfb" if extra_sources else ""),
+                        wants(senv, lang.name, kw.get("OFFLOAD_CLANG")), make)
+
+
+def device_object(env, s, arch, target, kw):
+    senv = settings(env, kw)
+    require_clang(senv)
+    lang = language_of(s, senv)
+    if not lang.offload_kind or arch not in archs_for(lang, [arch]):
+        raise SCons.Errors.UserError(f"offload: '{s}' ({lang.name}) cannot be compiled for '{arch}'")
+    tgt = (node(env, target) if target else
+           s.dir.File(f"{stem(s)}.{file_safe(arch)}{lang.device_suffix(_archs.vendor(arch))}"))
+
+    def make():
+        o = _common_overrides(senv, s, lang, kw)
+        o["OFFLOAD_ARCH"] = arch
+        made = env._OffloadDeviceCompile(tgt, s, **o)
+        if lang.file_identity:
+            env.Depends(made, env.Value(_identity(s)))
+        for n in made:
+            n.attributes.offload_image = {"arch": arch, "triple": _archs.triple(arch), "kind": lang.offload_kind}
+            n.attributes.offload_lang = lang.name
+        _compdb.record(senv.Override(o), made, [s], "OFFLOAD_DEVICECOM")
+        return made
+
+    return registry.get(env, tgt.get_path(), "device", wants(senv, lang.name, kw.get("OFFLOAD_CLANG")), make)
+
+
+def OffloadHostObject(env, source, target=None, **kw):
+    """Host-only compile of one source (`--offload-host-only`)."""
+    out = []
+    for s in nodes(env, source):
+        out.extend(host_object(env, s, target, kw))
+    return SCons.Util.NodeList(out)
+
+
+def OffloadDeviceObject(env, source, target=None, **kw):
+    """Device-only compile of one source for one arch (`OFFLOAD_ARCH=...`)."""
+    senv = settings(env, kw)
+    arch = kw.get("OFFLOAD_ARCH") or senv.get("OFFLOAD_ARCH")
+    if not arch:
+        raise SCons.Errors.UserError("offload: OffloadDeviceObject needs OFFLOAD_ARCH=<arch>")
+    from . import _variables
+    canon = _archs.canonical_arch(str(arch), _variables.clang_major(senv), "OFFLOAD_ARCH")
+    kw = dict(kw)
+    kw.pop("OFFLOAD_ARCH", None)
+    out = []
+    for s in nodes(env, source):
+        out.extend(device_object(env, s, canon, target, kw))
+    return SCons.Util.NodeList(out)
+
+
+def OffloadPackage(env, target, source, **kw):
+    """An OffloadBinary of device objects (triple/arch/kind from each OffloadDeviceObject)."""
+    srcs = nodes(env, source)
+    for s in srcs:
+        if getattr(s.attributes, "offload_image", None) is None:
+            raise SCons.Errors.UserError(f"offload: OffloadPackage: '{s}' is not an OffloadDeviceObject")
+    return env._OffloadPackage(target, srcs, **kw)
+
+
+def OffloadEmbed(env, target, source, **kw):
+    """The fat object: host object + `.llvm.offloading` section holding the package(s)."""
+    srcs = nodes(env, source)
+    if len(srcs) < 2:
+        raise SCons.Errors.UserError("offload: OffloadEmbed needs [host_object, package, ...]")
+    made = env._OffloadEmbed(target, srcs, **kw)
+    for n in made:
+        n.attributes.offload_lang = getattr(srcs[0].attributes, "offload_lang", "openmp")
+    return made
+
+
+# --------------------------------------------------------------------------------------------
+# The per-source object
+
+def OffloadObject(env, source, target=None, **kw):
+    """The workhorse: host compile once + one device compile per arch + package + embed.
+
+    Returns the object to link (one per source). The parts are on the node as
+    `node.attributes.offload_parts` (dict: host, devices {arch: node}, package)."""
+    out = []
+    for s in nodes(env, source):
+        out.extend(offload_object(env, s, target, kw))
+    return SCons.Util.NodeList(out)
+
+
+def offload_object(env, s, target, kw, pic=False):
+    senv = settings(env, kw)
+    lang = language_of(s, senv)
+    if lang.offload_kind is None:
+        return _plain_host_object(env, s, target, kw, pic)
+    archs = archs_for(lang, canonical(senv))
+    fat = node(env, target) if target else s.dir.File(stem(s) + (".os" if pic else ".o"))
+    compiler = _languages.compiler_for(senv, lang)
+
+    def make():
+        if compiler == "nvcc":
+            return _nvcc_object(env, senv, s, fat, archs, kw, pic)
+        if compiler == "hipcc":
+            # hipcc (clang 15 underneath) takes the same per-arch graph as clang: its path
+            # replaces OFFLOAD_CLANG in these nodes (and its identity goes into their varlist).
+            _toolchain.require(senv, "OFFLOAD_HIPCC", "hipcc")
+            kw2 = dict(kw, OFFLOAD_CLANG="$OFFLOAD_HIPCC")
+        else:
+            kw2 = kw
+        devices = {a: device_object(env, s, a, None, kw2)[0] for a in archs}
+        parts = {"host": None, "devices": devices, "package": None}
+        if lang.bundled_device_code:
+            extra = []
+            if devices:
+                hipfb = env._OffloadHipfb(fat.dir.File(stem(fat) + ".hipfb"), list(devices.values()), **kw)
+                parts["package"] = hipfb[0]
+                extra = [hipfb[0]]
+            kw2 = dict(kw2, _OFFLOAD_HOST_ARCHFLAGS=" ".join(f"--offload-arch={a}" for a in archs))
+            made = host_object(env, s, fat, kw2, extra_sources=extra, pic=pic)
+            parts["host"] = made[0]
+        else:
+            host = host_object(env, s, None, kw, pic=pic)
+            parts["host"] = host[0]
+            if devices:
+                # Package and fat object: two targets of one action (run inside SCons).
+                both = env._OffloadPackageEmbed([fat.dir.File(stem(fat) + (".pic.pkg" if pic else ".pkg")), fat],
+                                                [host[0]] + list(devices.values()), **kw)
+                parts["package"] = both[0]
+                made = both[1:]
+            else:
+                made = host
+        for n in made:
+            n.attributes.offload_lang = lang.name
+            n.attributes.offload_parts = parts
+        return made
+
+    return registry.get(env, fat.get_path(), "object", wants(senv, lang.name, compiler, ",".join(archs)), make)
+
+
+def _plain_host_object(env, s, target, kw, pic):
+    """A plain host source of an offload program: the environment's own C/C++ compile."""
+    senv = settings(env, kw)
+    build = env.SharedObject if pic else env.StaticObject
+    o = {k: v for k, v in kw.items() if k != "OFFLOAD_LANG"}
+
+    def make():
+        made = build(target, s, **o) if target else build(s, **o)
+        for n in made:
+            n.attributes.offload_lang = "host"
+        return made
+
+    tgt = node(env, target) if target else s.dir.File(stem(s) + env.subst("$SHOBJSUFFIX" if pic else "$OBJSUFFIX"))
+    return registry.get(env, tgt.get_path(), "plain", wants(senv, "host"), make)
+
+
+def _nvcc_object(env, senv, s, fat, archs, kw, pic):
+    """nvcc: one compile per source with a `-gencode` per arch (coarser than the clang path:
+    nvcc cannot compile the host side against a separately built fat binary)."""
+    _toolchain.require(senv, "OFFLOAD_NVCC", "nvcc")
+    o = dict(kw, _OFFLOAD_NVCC_ARCHS=list(archs), _OFFLOAD_LANG="cuda")
+    if pic:
+        o["OFFLOAD_HOSTFLAGS"] = SCons.Util.CLVar(senv.get("OFFLOAD_HOSTFLAGS", [])) + ["-fPIC"]
+    made = env._OffloadNvccCompile(fat, s, **o)
+    for n in made:
+        n.attributes.offload_lang = "cuda"
+        n.attributes.offload_parts = {"host": n, "devices": {}, "package": None}
+    _compdb.record(senv.Override(o), made, [s], "OFFLOAD_NVCCCOM")
+    return made
+
+
+def is_source(env, n) -> bool:
+    """A file the offload builders compile (by suffix), rather than an object or library."""
+    return _languages.is_offload_source(n)
+
+
+def objects(env, sources, kw, pic=False) -> list:
+    """Sources compiled with OffloadObject; objects (anything else) passed through."""
+    out = []
+    for n in nodes(env, sources):
+        if is_source(env, n):
+            out.extend(offload_object(env, n, None, kw, pic=pic))
+        else:
+            out.append(n)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# `scons -c` and archs no longer configured
+
+def clean_stale_archs(env, owners, folder, prefix: str, suffixes: tuple[str, ...], archs: list[str]) -> None:
+    """Under `scons -c`, also remove the per-arch files this tool wrote for archs that are no longer
+    configured (`<prefix><arch><suffix>`, e.g. `main.gfx1030.bc`): only names whose middle part is
+    a valid offload arch."""
+    if not SCons.Script.GetOption("clean"):
+        return
+    try:
+        names = os.listdir(folder.get_abspath())
+    except OSError:
+        return
+    current = {file_safe(a) for a in archs}
+    for name in names:
+        if not name.startswith(prefix):
+            continue
+        middle, ext = os.path.splitext(name[len(prefix):])
+        if not ext or ext not in suffixes or middle in current:
+            continue
+        middle = middle[:-len(".devlink")] if middle.endswith(".devlink") else middle
+        if middle in current or not _archs.is_offload_arch_file_part(middle):
+            continue
+        env.Clean(owners, folder.File(name))
+
+
+PSEUDO_BUILDERS = [OffloadHostObject, OffloadDeviceObject, OffloadPackage, OffloadEmbed, OffloadObject]

@@ -1,0 +1,137 @@
+"""The offload languages: one record each (suffixes, flags, offload kind, archs, compilers).
+
+A source's language comes from `OFFLOAD_LANG` when it is set (on the environment or per builder
+call: real HIP code lives in `.cpp` files, and a plain `main.cpp` of a CUDA program needs no device
+compile at all), else from its suffix. Adding a language (SYCL, say) is one `Language` record
+passed to `register`, plus whatever flags it needs; the builders only read these records."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import SCons.Errors
+
+
+@dataclasses.dataclass(frozen=True)
+class Language:
+    """How the tool builds sources of one language."""
+
+    name: str                       # the value of OFFLOAD_LANG that selects it
+    suffixes: tuple[str, ...]       # source suffixes that mean this language by default
+    offload_kind: str | None        # OffloadBinary image kind (None: a plain host source)
+    vendors: tuple[str, ...] = ()   # which offload archs it is built for ('nvidia', 'amd')
+    # clang flags of the host-only and device-only compiles (substituted per node)
+    host_flags: str = ""
+    device_flags: str = ""
+    # Variable naming the compiler ('clang' unless set), and the compilers it may name.
+    compiler_var: str | None = None
+    compilers: tuple[str, ...] = ("clang",)
+    # Offload entry names are derived from the source file's identity (st_dev, st_ino): host and
+    # device objects must come from the same file, on this machine (never a distributed compile).
+    file_identity: bool = False
+    # Device objects are code objects bundled into the host object (HIP's `.hipfb`), rather
+    # than images of an OffloadBinary package embedded next to it.
+    bundled_device_code: bool = False
+
+    def device_suffix(self, vendor: str) -> str:
+        """What a device-only compile writes: a code object for HIP, an nvptx ELF object for
+        NVIDIA, LLVM bitcode for AMD (linked at link time by the linker wrapper)."""
+        if self.bundled_device_code:
+            return ".co"
+        return ".o" if vendor == "nvidia" else ".bc"
+
+
+# OpenMP host: without any offload target, --offload-host-only compiles target regions as plain
+# host code (no offload entries, the program never offloads). With a target the host object is
+# byte-identical whatever the targets or archs (checked on clang 19 and 22), so a fixed triple set
+# keeps the host compile independent of OFFLOAD_ARCHS. `$_OFFLOAD_SOURCE_ID` names the file
+# identity for compiler caches (see `file_identity`).
+OPENMP = Language(
+    "openmp", (".c", ".cc", ".cpp", ".cxx", ".C", ".c++"), "openmp", ("nvidia", "amd"),
+    host_flags="-fopenmp -fopenmp-targets=nvptx64-nvidia-cuda,amdgcn-amd-amdhsa $_OFFLOAD_SOURCE_ID",
+    device_flags="-fopenmp $_OFFLOAD_SOURCE_ID",
+    file_identity=True)
+
+# CUDA, new driver + RDC: clang 19 does not forward `-cuid=` there ("argument unused") and names
+# externalised device statics after the file's (dev, inode) instead, so the pinned CUID goes
+# straight to -cc1.
+CUDA = Language(
+    "cuda", (".cu",), "cuda", ("nvidia",),
+    host_flags="-x cuda --offload-new-driver -fgpu-rdc -Xclang -cuid=$_OFFLOAD_CUID -Wno-unknown-cuda-version "
+               "$_OFFLOAD_CUDAPATHFLAG",
+    device_flags="-x cuda --offload-new-driver -fgpu-rdc -Xclang -cuid=$_OFFLOAD_CUID -Wno-unknown-cuda-version",
+    compiler_var="OFFLOAD_CUDA_COMPILER", compilers=("clang", "nvcc"))
+
+# HIP, old driver: per-arch code objects bundled into a `.hipfb` that the host compile includes.
+# clang drops `-cuid=` from `--offload-host-only` compiles (every host object would then define
+# `__hip_cuid_`, a duplicate symbol once two HIP sources are linked), so the host compile passes
+# it to -cc1; the device compile's driver `-cuid=` gives the same `__hip_cuid_<hash>`.
+HIP = Language(
+    "hip", (".hip",), "hip", ("amd",),
+    host_flags="-x hip -Xclang -cuid=$_OFFLOAD_CUID $_OFFLOAD_ROCMFLAGS $_OFFLOAD_HOST_ARCHFLAGS "
+               "$_OFFLOAD_HIPFB_INCLUDE",
+    device_flags="-x hip --no-gpu-bundle-output -cuid=$_OFFLOAD_CUID",
+    compiler_var="OFFLOAD_HIP_COMPILER", compilers=("clang", "hipcc"),
+    bundled_device_code=True)
+
+# A plain host source in an offload program (`main.cpp` of a CUDA program): the environment's own
+# C/C++ compile (`Object`), no device compile, no offload flags.
+HOST = Language("host", (), None)
+
+LANGUAGES: dict[str, Language] = {}
+_BY_SUFFIX: dict[str, Language] = {}
+C_SUFFIXES = {".c"}
+
+
+def register(language: Language) -> Language:
+    """Add (or replace) a language record; its suffixes now mean it."""
+    LANGUAGES[language.name] = language
+    for s in language.suffixes:
+        _BY_SUFFIX[s] = language
+    return language
+
+
+for _lang in (OPENMP, CUDA, HIP, HOST):
+    register(_lang)
+
+
+def OffloadAddLanguage(env, name: str, suffixes=(), offload_kind: str | None = None, vendors=(), **fields):
+    """`env.OffloadAddLanguage('sycl', suffixes=['.sycl'], offload_kind='sycl', vendors=['nvidia', 'amd'],
+    host_flags='...', device_flags='...')`: one more language record (see `Language` for the
+    fields). Its suffixes then mean it in every environment; `OFFLOAD_LANG=name` selects it."""
+    return register(Language(name, tuple(suffixes), offload_kind, tuple(vendors), **fields))
+
+
+def is_offload_source(node) -> bool:
+    """A source file (by suffix) that the offload builders compile, rather than an object."""
+    return os.path.splitext(node.name)[1] in _BY_SUFFIX
+
+
+def language_of(node, env) -> Language:
+    """The language of a source: `OFFLOAD_LANG` when set, else its suffix."""
+    forced = env.get("OFFLOAD_LANG")
+    if forced:
+        name = env.subst(str(forced)) if not isinstance(forced, Language) else forced.name
+        if name not in LANGUAGES:
+            raise SCons.Errors.UserError(
+                f"offload: OFFLOAD_LANG='{name}' for '{node}' is not a language "
+                f"(known: {', '.join(sorted(LANGUAGES))})")
+        return LANGUAGES[name]
+    lang = _BY_SUFFIX.get(os.path.splitext(node.name)[1])
+    if lang is None:
+        raise SCons.Errors.UserError(
+            f"offload: cannot tell the offload language of '{node}' from its suffix "
+            f"(known: {', '.join(sorted(_BY_SUFFIX))}); set OFFLOAD_LANG")
+    return lang
+
+
+def compiler_for(env, lang: Language) -> str:
+    """'clang', 'nvcc' or 'hipcc': what compiles a source of `lang` (validated)."""
+    if not lang.compiler_var:
+        return lang.compilers[0]
+    compiler = env.subst("$" + lang.compiler_var) if env.get(lang.compiler_var) else lang.compilers[0]
+    if compiler not in lang.compilers:
+        choices = " or ".join(f"'{c}'" for c in lang.compilers)
+        raise SCons.Errors.UserError(f"offload: {lang.compiler_var} must be {choices}, not '{compiler}'")
+    return compiler

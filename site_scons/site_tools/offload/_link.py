@@ -1,0 +1,283 @@
+"""Link builders: programs, shared libraries, relocatable offload links, static libraries, and
+the split AMD device link.
+
+    OffloadProgram, OffloadSharedLibrary, OffloadArchive, OffloadRelocatableObject,
+    OffloadStaticLibrary
+
+A link with OpenMP objects (or objects of unknown origin) is an OpenMP offload link (`-fopenmp`,
+the OpenMP runtimes); a CUDA/HIP-only link is linked as clang links those languages
+(`--offload-link`, their runtime, no OpenMP runtime)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import SCons.Action
+import SCons.Scanner.Prog
+import SCons.Util
+
+from . import _archs, _compile, _languages, _libraries, _variables
+from ._archs import archs_for, file_safe
+from ._builders import COMPILER_VARS, LIBRARY_VARS, InProcessAction, action, builder, canonical, node, nodes, settings
+
+_PACKAGE_EMBED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_package_embed.py")
+_DEVICE_LINK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_device_link.py")
+
+COMMANDS = {
+    "OFFLOAD_CARRIERCOM": f"$( $OFFLOAD_PYTHON {_PACKAGE_EMBED} $) --empty-host ${{TARGETS[0]}} ${{TARGETS[1]}} "
+                          "$_OFFLOAD_CARRIER_REF $_OFFLOAD_PACKAGERFLAGS $_OFFLOAD_IMAGES",
+    "OFFLOAD_DEVICELINKCOM": f"$( $OFFLOAD_PYTHON {_DEVICE_LINK} $) $TARGET $_OFFLOAD_CARRIER_REF $( $_OFFLOAD_LLC $) "
+                             "$OFFLOAD_CLANGXX -fopenmp --offload-arch=$OFFLOAD_ARCH $_OFFLOAD_VENDORFLAGS "
+                             "$_OFFLOAD_DEVICE_RUNTIME $OFFLOAD_LINKFLAGS $_OFFLOAD_LINK_OPTFLAG "
+                             "-- $_OFFLOAD_IMAGES",
+    "OFFLOAD_LINKCOM": "$OFFLOAD_CLANGXX -o $TARGET $_OFFLOAD_LINKFLAGS $OFFLOAD_LINKFLAGS $LINKFLAGS "
+                       "$SOURCES $_LIBDIRFLAGS $_LIBFLAGS",
+    "OFFLOAD_SHLINKCOM": "$OFFLOAD_CLANGXX -shared -o $TARGET $_OFFLOAD_LINKFLAGS $OFFLOAD_LINKFLAGS "
+                         "$SHLINKFLAGS $SOURCES $_LIBDIRFLAGS $_LIBFLAGS",
+    "OFFLOAD_RELOCCOM": "$OFFLOAD_CLANGXX -r -o $TARGET $_OFFLOAD_LINKFLAGS $OFFLOAD_LINKFLAGS "
+                        "$_OFFLOAD_DEVICE_RUNTIME $SOURCES",
+    "OFFLOAD_ARCOM": "$OFFLOAD_AR $OFFLOAD_ARFLAGS $TARGET $SOURCES",
+}
+
+COMSTRS = {
+    "OFFLOAD_CARRIERCOMSTR": "PACKAGE+EMBED ${TARGETS[1]}",
+    "OFFLOAD_DEVICELINKCOMSTR": "DEVICELINK ${OFFLOAD_ARCH} ${TARGET}",
+    "OFFLOAD_LINKCOMSTR": "LINK ${TARGET}",
+    "OFFLOAD_SHLINKCOMSTR": "LINK ${TARGET}",
+    "OFFLOAD_RELOCCOMSTR": "RELOCATABLE ${TARGET}",
+    "OFFLOAD_ARCOMSTR": "AR ${TARGET}",
+    "OFFLOAD_LDSCRIPTCOMSTR": "LDSCRIPT ${TARGET}",
+}
+
+
+def _run_package_embed(argv):
+    from . import _package_embed
+    return _package_embed.main(argv)
+
+
+def _write_ldscript(target, source, env):
+    with open(target[0].get_abspath(), "w", encoding="utf-8") as f:
+        f.write(env["_OFFLOAD_LDSCRIPT"])
+    return 0
+
+
+def builders() -> dict:
+    return {
+        "_OffloadCarrier": builder(action=InProcessAction(
+            "$OFFLOAD_CARRIERCOM", _PACKAGE_EMBED, _run_package_embed, cmdstr="$OFFLOAD_CARRIERCOMSTR",
+            varlist=LIBRARY_VARS + ["_OFFLOAD_PACKAGERFLAGS"])),
+        "_OffloadDeviceLink": builder(action=action("OFFLOAD_DEVICELINKCOM", COMPILER_VARS + LIBRARY_VARS)),
+        "_OffloadLink": builder(action=action("OFFLOAD_LINKCOM", COMPILER_VARS),
+                                target_scanner=SCons.Scanner.Prog.ProgramScanner()),
+        "_OffloadShLink": builder(action=action("OFFLOAD_SHLINKCOM", COMPILER_VARS),
+                                  target_scanner=SCons.Scanner.Prog.ProgramScanner()),
+        "_OffloadReloc": builder(action=action("OFFLOAD_RELOCCOM", COMPILER_VARS)),
+        "_OffloadAr": builder(action=action("OFFLOAD_ARCOM", [])),
+        "_OffloadLdScript": builder(action=SCons.Action.Action(_write_ldscript, "$OFFLOAD_LDSCRIPTCOMSTR",
+                                                               varlist=["_OFFLOAD_LDSCRIPT"])),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# What a link links
+
+def _link_overrides(env, objs, kw) -> dict:
+    senv = settings(env, kw)
+    _compile.require_clang(senv)
+    known = [getattr(o.attributes, "offload_lang", "") for o in objs]
+    langs = sorted(set(known) - {"", "host"})
+    archs = canonical(senv)
+    if langs and all(known):
+        # Only the archs the linked languages were built for: adding a gfx arch does not re-link a
+        # CUDA-only program (objects of unknown origin keep the whole list).
+        archs = [a for a in archs if any(a in archs_for(_languages.LANGUAGES[lang], [a]) for lang in langs)]
+    # An OpenMP offload link unless every object is known and none is OpenMP's.
+    openmp = not all(known) or any(_languages.LANGUAGES[lang].file_identity for lang in langs) or not langs
+    return dict(kw, _OFFLOAD_LINK_ARCHS=archs, _OFFLOAD_LINK_LANGS=langs, _OFFLOAD_LINK_OPENMP=openmp)
+
+
+def _program_name(env, target):
+    if isinstance(target, str):
+        return env.subst("$PROGPREFIX") + str(target) + env.subst("$PROGSUFFIX")
+    return target
+
+
+def OffloadProgram(env, target, source, **kw):
+    """Final link with the offload-aware driver (clang-linker-wrapper does the device link; AMD
+    OpenMP device links are nodes of their own when that is safe, see `_split_link_inputs`)."""
+    t = _program_name(env, target)
+    objs = _link_inputs(env, node(env, t), source, kw)
+    return env._OffloadLink(t, objs, **_link_overrides(env, objs, kw))
+
+
+def OffloadSharedLibrary(env, target, source, **kw):
+    """A shared library (objects compiled position-independent, device code linked in)."""
+    t = (env.subst("$SHLIBPREFIX") + str(target) + env.subst("$SHLIBSUFFIX")
+         if isinstance(target, str) and not str(target).endswith(env.subst("$SHLIBSUFFIX")) else target)
+    objs = _link_inputs(env, node(env, t), source, kw, pic=True)
+    return env._OffloadShLink(t, objs, **_link_overrides(env, objs, kw))
+
+
+def _link_inputs(env, target, sources, kw, pic=False) -> list:
+    split = _split_link_inputs(env, target, nodes(env, sources), kw, pic)
+    return split if split is not None else _compile.objects(env, sources, kw, pic=pic)
+
+
+# --------------------------------------------------------------------------------------------
+# The split AMD device link
+
+def _split_parts(env, n, kw, pic):
+    """(host object, {arch: device object}) of a source or OffloadObject whose device images the
+    linker wrapper links (OpenMP, CUDA with clang); "keep" for objects whose device code is already
+    inside the host object (HIP's .hipfb, nvcc) or that have none (plain host sources); None for
+    anything else (an object of unknown origin may carry device code)."""
+    if _compile.is_source(env, n):
+        senv = settings(env, kw)
+        lang = _languages.language_of(n, senv)
+        if lang.offload_kind and not lang.bundled_device_code and _languages.compiler_for(senv, lang) == "clang":
+            host = _compile.host_object(env, n, None, kw, pic=pic)[0]
+            return host, {a: _compile.device_object(env, n, a, None, kw)[0] for a in archs_for(lang, canonical(senv))}
+        return "keep"
+    if getattr(n.attributes, "offload_lang", "") == "host":
+        return "keep"
+    parts = getattr(n.attributes, "offload_parts", None)
+    if not parts:
+        return None
+    lang = getattr(n.attributes, "offload_lang", "")
+    if lang in ("openmp", "cuda") and parts.get("devices") and parts.get("package") is not None \
+            and parts["package"].name.endswith(".pkg"):
+        return parts["host"], parts["devices"]
+    return "keep"
+
+
+_said: set[str] = set()
+
+
+def _note(senv, message: str) -> None:
+    """Say once per build why the split device link is off (unless the user turned it off)."""
+    if senv.get("OFFLOAD_SPLIT_DEVICE_LINK") is not True or message in _said:
+        return
+    _said.add(message)
+    sys.stderr.write(f"offload: note: {message}\n")
+
+
+def _split_link_inputs(env, target, items_in, kw, pic):
+    """The inputs of a final link whose AMD OpenMP device links are nodes of their own, or None
+    to let clang-linker-wrapper link all device code inside the final link.
+
+    The wrapper LTO-links every AMD arch's bitcode (with the device runtime) each time the program
+    links: ~25 s per arch at 100 sources, re-run when one source changes or one arch is added. Split,
+    each AMD arch is a `DEVICELINK` node (see `_device_link.py`) that only re-runs when its own device
+    objects change; the link takes the host objects plus one carrier object holding the NVIDIA images
+    and the linked AMD objects, and gives a byte-identical device image. Used only when every input
+    is the tool's own, no library in `LIBS` may carry device code (see `_libraries`) and the clang
+    has its `llc`; `OFFLOAD_SPLIT_DEVICE_LINK=False` turns it off."""
+    senv = settings(env, kw)
+    if not senv.get("OFFLOAD_SPLIT_DEVICE_LINK") or not _variables.has_llc(senv):
+        return None
+    items = []
+    for n in items_in:
+        parts = _split_parts(env, n, kw, pic)
+        if parts is None:
+            items.append((n, None))
+            continue
+        items.append((n, parts))
+    archs = list(canonical(senv))
+    for _, p in items:  # objects built elsewhere may carry archs this environment does not list
+        if p not in ("keep", None):
+            archs.extend(a for a in p[1] if a not in archs)
+    amd = [a for a in archs if _archs.vendor(a) == "amd"
+           and any(p not in ("keep", None) and a in p[1] and p[1][a].name.endswith(".bc") for _, p in items)]
+    if not amd:
+        return None
+    unknown = [str(n) for n, p in items if p is None]
+    if unknown:
+        _note(senv, f"{target}: AMD device code is linked inside the final link: '{unknown[0]}' is not built by "
+                    "the offload builders and may carry device code (use OffloadObject, or "
+                    "OFFLOAD_LANG='host' for plain host sources)")
+        return None
+    reason = _libraries.device_code_reason(senv)
+    if reason:
+        _note(senv, f"{target}: AMD device code is linked inside the final link: {reason}")
+        return None
+    split = [p for _, p in items if p != "keep"]
+    ref = split[0][0]
+    stem = target.get_path()
+    carrier_images = []
+    for a in archs:
+        if a in amd:
+            images = [devices[a] for _, devices in split if a in devices]
+            dl = env._OffloadDeviceLink(env.File(f"{stem}.{file_safe(a)}.devlink.o"), images,
+                                        OFFLOAD_ARCH=a, _OFFLOAD_LANG="openmp", _OFFLOAD_CARRIER_REF=ref,
+                                        **kw)
+            env.Requires(dl, ref)
+            for d in dl:
+                d.attributes.offload_image = {"arch": a, "triple": _archs.triple(a), "kind": "openmp"}
+            carrier_images.extend(dl)
+        else:
+            carrier_images.extend(devices[a] for _, devices in split if a in devices)
+    carrier = env._OffloadCarrier([env.File(stem + ".offload.pkg"), env.File(stem + ".offload.o")], carrier_images,
+                                  _OFFLOAD_CARRIER_REF=ref, **kw)
+    env.Requires(carrier, ref)
+    carrier[1].attributes.offload_lang = "openmp"  # it holds OpenMP AMD images (and whatever else)
+    _compile.clean_stale_archs(env, carrier, target.dir, target.name + ".", (".o",), amd)
+    objs = []
+    for n, parts in items:
+        if parts == "keep":
+            objs.extend(_compile.offload_object(env, n, None, kw, pic=pic) if _compile.is_source(env, n) else [n])
+        else:
+            objs.append(parts[0])
+    return objs + [carrier[1]]
+
+
+# --------------------------------------------------------------------------------------------
+# Libraries
+
+def _libname(env, target) -> object:
+    if isinstance(target, str):
+        d, b = os.path.split(target)
+        if not b.endswith(env.subst("$LIBSUFFIX")):
+            b = env.subst("$LIBPREFIX") + b + env.subst("$LIBSUFFIX")
+        return os.path.join(d, b)
+    return target
+
+
+def OffloadArchive(env, target, source, **kw):
+    """A heterogeneous static library: fat objects in `ar`; the device link is deferred."""
+    objs = _compile.objects(env, source, kw)
+    made = env._OffloadAr(_libname(env, target), objs, **kw)
+    for n in made:
+        n.attributes.offload_device_code = True
+    return made
+
+
+def OffloadRelocatableObject(env, target, source, **kw):
+    """Relocatable offload link (`clang -r`): device code linked and registered, so the result
+    is a plain host object."""
+    objs = _compile.objects(env, source, kw)
+    return env._OffloadReloc(target, objs, **_link_overrides(env, objs, kw))
+
+
+def OffloadStaticLibrary(env, target, source, **kw):
+    """A static library a plain `g++ app.cpp -L. -lfoo` links and runs.
+
+    `libfoo.a` is a GNU ld input script naming `libfoo-offload.a` (an archive of the relocatable
+    offload link of the objects) and the OpenMP offload runtime libraries of the clang in use,
+    so the consumer needs no offload flags. Returns [libfoo.a, libfoo-offload.a, foo-offload.o]."""
+    senv = settings(env, kw)
+    lib = env.File(_libname(env, target))
+    base = lib.name[len(env.subst("$LIBPREFIX")):-len(env.subst("$LIBSUFFIX")) or None]
+    reloc = OffloadRelocatableObject(env, lib.dir.File(base + "-offload.o"), source, **kw)
+    inner = env._OffloadAr(lib.dir.File(env.subst("$LIBPREFIX") + base + "-offload" + env.subst("$LIBSUFFIX")),
+                           reloc, **kw)
+    libdir = _variables.llvm_libdir(senv)
+    runtime = [os.path.join(libdir, n) for n in ("libomptarget.so", "libomp.so") if libdir]
+    text = ("/* GNU ld script written by the offload SCons tool: the library and its runtime. */\n"
+            f"INPUT ( {inner[0].name} {' '.join(runtime)} )\n")
+    script = env._OffloadLdScript(lib, inner, _OFFLOAD_LDSCRIPT=text, **kw)
+    return SCons.Util.NodeList(list(script) + list(inner) + list(reloc))
+
+
+PSEUDO_BUILDERS = [OffloadProgram, OffloadSharedLibrary, OffloadArchive, OffloadRelocatableObject,
+                   OffloadStaticLibrary]

@@ -1,0 +1,382 @@
+"""Construction variables: the user-facing defaults, and the callable `_OFFLOAD_*` variables that
+commands substitute (flags that depend on the compiler in use, the node's arch or language).
+
+Each callable answers from memoised probes (`_toolchain.probe_compiler`), so substituting a
+command per node costs a dictionary look-up, not a process."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import SCons.Subst
+import SCons.Util
+
+from . import _archs, _languages, _toolchain
+
+# Bump when the meaning of the tool's own actions changes (part of every library-backed signature).
+TOOL_SCHEMA = "offload-scons/2"
+
+
+# --------------------------------------------------------------------------------------------
+# The compiler in use
+
+def clang_info(env) -> _toolchain.Compiler | None:
+    """What the clang in use (`$OFFLOAD_CLANG`, maybe a wrapper or ccache) says about itself."""
+    clang = env.subst("$OFFLOAD_CLANG") if env.get("OFFLOAD_CLANG") else ""
+    return _toolchain.probe_compiler(env, clang) if clang else None
+
+
+def clang_major(env) -> int:
+    """Major version of the clang in use: from its name (`clang-22`) when it says, else asked."""
+    import re
+    clang = env.subst("$OFFLOAD_CLANG") if env.get("OFFLOAD_CLANG") else ""
+    m = re.search(r"clang(?:\+\+)?-(\d+)$", os.path.basename(clang))
+    if m:
+        return int(m.group(1))
+    info = clang_info(env)
+    return (info.major if info else None) or 19
+
+
+def library_llvm_version(env) -> int:
+    """The `--llvm-version` the library CLIs take for the clang in use: how its OffloadBinary
+    kinds are encoded. The library knows two encodings: LLVM 19's, and the one from 20 on."""
+    return 19 if clang_major(env) < 20 else 22
+
+
+def llvm_libdir(env) -> str:
+    """Where the clang in use has LLVM's OpenMP offload runtime (libomptarget.so), as it says."""
+    info = clang_info(env)
+    return (info.openmp_lib_dir or "") if info else ""
+
+
+def has_llc(env) -> bool:
+    """The clang in use has an `llc` (Debian: package llvm-N), which the split device link runs."""
+    info = clang_info(env)
+    return bool(info and info.program("llc"))
+
+
+def _clang_id(target, source, env, for_signature):
+    """Identity of the clang in use (`--version`), for the varlist of actions it drives."""
+    info = clang_info(env)
+    return info.identity if info else "none"
+
+
+def _nvcc_id(target, source, env, for_signature):
+    nvcc = env.subst("$OFFLOAD_NVCC") if env.get("OFFLOAD_NVCC") else ""
+    return _toolchain.probe_compiler(env, nvcc, clang=False).identity if nvcc else "none"
+
+
+def _library_id(target, source, env, for_signature):
+    import offload_tool
+    return f"offload_tool {offload_tool.__version__} {TOOL_SCHEMA}"
+
+
+def _clangxx(target, source, env, for_signature):
+    """The C++ driver of the clang in use: its `clang++` companion when the build finds one, else
+    the same command in g++ mode (a wrapper script has no companion)."""
+    clang = env.subst("$OFFLOAD_CLANG")
+    if not clang:
+        return "clang++"
+    return _toolchain.clang_companion(env, clang, "clang++") or f"{clang} --driver-mode=g++"
+
+
+def _device_runtime_flags(target, source, env, for_signature):
+    """`-L<dir> -l<name>` of the OpenMP device runtime of the clang in use (relocatable and split
+    device links add it themselves; a final link gets it from the driver)."""
+    info = clang_info(env)
+    rt = info.device_runtime if info else None
+    if not rt:
+        return ""
+    return f"-L{os.path.dirname(rt)} -l{os.path.basename(rt)[3:-2]}"
+
+
+def _llc(target, source, env, for_signature):
+    info = clang_info(env)
+    return (info.program("llc") or "llc") if info else "llc"
+
+
+def _nvptx_bc_path(env) -> str:
+    """Folder of libomptarget-nvptx-*.bc of the clang in use (clang 19 needs it named)."""
+    info = clang_info(env)
+    return (info.nvptx_bitcode_dir or "") if info else ""
+
+
+def _scons_jobs():
+    """`scons -jN`'s N: how many device links clang-linker-wrapper may run at once."""
+    import SCons.Script
+    try:
+        return int(SCons.Script.GetOption("num_jobs") or 1)
+    except (AttributeError, TypeError, ValueError):
+        return 1
+
+
+# --------------------------------------------------------------------------------------------
+# Compile flags
+
+_DISTRIBUTING_LAUNCHERS = {"distcc", "pump", "distcc-pump", "icecc", "icerun"}
+
+
+def _local_launcher(target, source, env, for_signature):
+    """Default of `OFFLOAD_LOCAL_LAUNCHER`: `$OFFLOAD_LAUNCHER`, unless that launcher sends
+    compiles to other machines (distcc, icecream), which a compile that must stay here cannot use."""
+    launcher = env.subst("$OFFLOAD_LAUNCHER").split()
+    if launcher and os.path.basename(launcher[0]) in _DISTRIBUTING_LAUNCHERS:
+        return ""
+    return "$OFFLOAD_LAUNCHER"
+
+
+def _launch(target, source, env, for_signature):
+    """The launcher of a compile: sources whose offload entry names come from the file identity
+    (OpenMP) take `$OFFLOAD_LOCAL_LAUNCHER`, the others `$OFFLOAD_LAUNCHER`."""
+    lang = _languages.LANGUAGES.get(env.get("_OFFLOAD_LANG", "openmp"))
+    return "$OFFLOAD_LOCAL_LAUNCHER" if lang is None or lang.file_identity else "$OFFLOAD_LAUNCHER"
+
+
+def _vendor_flags(target, source, env, for_signature):
+    """Flags a device compile needs for its vendor: device-library paths and the CUDA install."""
+    arch = env.get("OFFLOAD_ARCH", "")
+    lang = env.get("_OFFLOAD_LANG", "openmp")
+    v = _archs.vendor(arch) if arch else None
+    flags = []
+    if v == "nvidia":
+        if lang == "openmp":
+            bc = _nvptx_bc_path(env)
+            if bc:
+                flags.append("--libomptarget-nvptx-bc-path=" + bc)
+        if env.get("OFFLOAD_CUDA_PATH"):
+            flags.append("--cuda-path=$OFFLOAD_CUDA_PATH")
+    elif v == "amd":
+        if lang == "hip" and env.get("OFFLOAD_ROCM_PATH"):
+            flags.append("--rocm-path=$OFFLOAD_ROCM_PATH")
+        if env.get("OFFLOAD_ROCM_DEVICE_LIB_PATH"):
+            flags.append("--rocm-device-lib-path=$OFFLOAD_ROCM_DEVICE_LIB_PATH")
+    return " ".join(flags)
+
+
+def _nvcc_gencode(target, source, env, for_signature):
+    """One `-gencode` per arch: SASS (`code=sm_NN`), plus PTX (`code=compute_NN`, for JIT on
+    later GPUs) when `OFFLOAD_CUDA_PTX` is set, as `nvcc -arch=sm_NN` embeds both."""
+    ptx = env.get("OFFLOAD_CUDA_PTX")
+    out = []
+    for a in env.get("_OFFLOAD_NVCC_ARCHS") or []:
+        n = a[3:]
+        code = f"[sm_{n},compute_{n}]" if ptx else f"sm_{n}"
+        out.append(f"-gencode arch=compute_{n},code={code}")
+    return " ".join(out)
+
+
+def _nvcc_host_flags(target, source, env, for_signature):
+    """The host compiler's flags (`$CCFLAGS $CXXFLAGS $OFFLOAD_HOSTFLAGS`) as nvcc takes them:
+    `-Xcompiler=<flag>` each (`-march=native` is a host compiler flag nvcc itself rejects)."""
+    mode = SCons.Subst.SUBST_SIG if for_signature else SCons.Subst.SUBST_CMD
+    flags = env.subst("$CCFLAGS $CXXFLAGS $OFFLOAD_HOSTFLAGS", mode, target=target, source=source).split()
+    return " ".join(f"-Xcompiler={f}" for f in flags)
+
+
+# --------------------------------------------------------------------------------------------
+# Library steps
+
+def _packager_flags(target, source, env, for_signature):
+    return "--llvm-version=22" if library_llvm_version(env) == 22 else ""
+
+
+def _llvm_version_flag(target, source, env, for_signature):
+    """`--llvm-version=N` for the library CLIs: how the clang in use encodes OffloadBinary kinds."""
+    return f"--llvm-version={library_llvm_version(env)}"
+
+
+def images(source) -> str:
+    """One `--image=file=...,triple=...,arch=...,kind=...` per device object."""
+    import SCons.Errors
+    out = []
+    for s in source:
+        info = getattr(s.attributes, "offload_image", None)
+        if info is None:
+            raise SCons.Errors.UserError(f"offload: '{s}' is not an OffloadDeviceObject (no arch/kind known)")
+        out.append(f"--image=file={s.get_path()},triple={info['triple']},arch={info['arch']},kind={info['kind']}")
+    return " ".join(out)
+
+
+def _images(target, source, env, for_signature):
+    return images(source)
+
+
+def _embed_images(target, source, env, for_signature):
+    """Images of a package+embed action: every source after the host object."""
+    return images(source[1:])
+
+
+def _hipfb_targets(target, source, env, for_signature):
+    return ",".join(["host-x86_64-unknown-linux"] +
+                    [f"hipv4-amdgcn-amd-amdhsa--{s.attributes.offload_image['arch']}" for s in source])
+
+
+def _input_flags(target, source, env, for_signature):
+    return " ".join("-input=" + s.get_path() for s in source)
+
+
+def _output_flags(target, source, env, for_signature):
+    return " ".join("-output=" + t.get_path() for t in target)
+
+
+def _compress_flag(target, source, env, for_signature):
+    return "-compress" if env.get("OFFLOAD_COMPRESS") else ""
+
+
+def _bundle_targets(target, source, env, for_signature):
+    return ",".join(str(t) for t in SCons.Util.flatten(env.get("OFFLOAD_TARGETS") or []))
+
+
+def _bundle_type(target, source, env, for_signature):
+    t = env.get("OFFLOAD_BUNDLE_TYPE")
+    if t:
+        return str(t)
+    ext = os.path.splitext(str(env.get("_OFFLOAD_BUNDLE_FILE", "x.o")))[1].lstrip(".")
+    return {"hipfb": "o", "": "o", "cubin": "o", "co": "o"}.get(ext, ext)
+
+
+def _verify_cmds(target, source, env, for_signature):
+    """`offload-tool verify` of the inputs (host/device entry consistency; plus the required
+    archs), run before the manifest is written so a failing check leaves no manifest."""
+    require = env.get("OFFLOAD_REQUIRE")
+    if require is True:
+        require = env.get("_OFFLOAD_CANONICAL_ARCHS") or []
+    req = ",".join(SCons.Util.flatten(require)) if require else ""
+    if not env.get("OFFLOAD_VERIFY", True) and not req:
+        return ""
+    c = "$( $OFFLOAD_PYTHON $) -m offload_tool.cli verify -q " + " ".join(s.get_path() for s in source)
+    if req:
+        c += " --require=" + req
+    return c + " &&"
+
+
+# --------------------------------------------------------------------------------------------
+# Link flags
+
+def _link_flags(target, source, env, for_signature):
+    """Offload flags of a final or relocatable link. With OpenMP objects (or objects of unknown
+    origin): the OpenMP runtime and device runtime for every linked arch. Without: a CUDA / HIP
+    link as clang does it (`--offload-link`, no OpenMP runtime), plus those languages' runtimes."""
+    archs = env.get("_OFFLOAD_LINK_ARCHS") or []
+    langs = set(env.get("_OFFLOAD_LINK_LANGS") or ())
+    openmp = env.get("_OFFLOAD_LINK_OPENMP", True)
+    flags = ["-fopenmp"] if openmp else ["--offload-link"]
+    jobs = env.get("OFFLOAD_LINK_JOBS")
+    if callable(jobs):
+        jobs = jobs()
+    if jobs and int(jobs) > 1:
+        # Device links of the archs run in parallel in clang-linker-wrapper; not in signatures.
+        flags.append(f"$( -Wl,--wrapper-jobs={int(jobs)} $)")
+    if archs and openmp:
+        flags.append("--offload-arch=" + ",".join(archs))
+    libdir = llvm_libdir(env)
+    if openmp and libdir and os.path.isfile(os.path.join(libdir, "libomptarget.so")):
+        # libomptarget lives outside the default search path (Debian: /usr/lib/llvm-N/lib): record
+        # it, so programs run and consumers of a shared library link without extra flags.
+        flags.append(f"-Wl,-rpath,{libdir}")
+    vendors = {_archs.vendor(a) for a in archs}
+    if "nvidia" in vendors:
+        bc = _nvptx_bc_path(env) if openmp else ""
+        if bc:
+            flags.append("--libomptarget-nvptx-bc-path=" + bc)
+        if env.get("OFFLOAD_CUDA_PATH"):
+            flags.append("--cuda-path=$OFFLOAD_CUDA_PATH")
+    if "amd" in vendors and env.get("OFFLOAD_ROCM_DEVICE_LIB_PATH"):
+        flags.append("--rocm-device-lib-path=$OFFLOAD_ROCM_DEVICE_LIB_PATH")
+    if "cuda" in langs and env.get("OFFLOAD_CUDA_PATH"):
+        # libcudart.so lives outside the default search path too (/usr/local/cuda/lib64).
+        flags.append("-L$OFFLOAD_CUDA_PATH/lib64 -Wl,-rpath,$OFFLOAD_CUDA_PATH/lib64 -lcudart")
+    if "hip" in langs:
+        flags.append("-lamdhip64")
+    return " ".join(flags)
+
+
+def _link_opt_flag(target, source, env, for_signature):
+    """The last -O flag of the final link's `$LINKFLAGS` (it comes after `$OFFLOAD_LINKFLAGS` on
+    that command line): it sets the LTO level of the AMD device links split out of that link."""
+    flags = [str(f) for f in SCons.Util.flatten([env.get("LINKFLAGS") or []])]
+    opt = [f for f in flags if f.startswith("-O")]
+    return opt[-1] if opt else ""
+
+
+# --------------------------------------------------------------------------------------------
+# Defaults
+
+CALLABLES = {
+    "OFFLOAD_CLANGXX": _clangxx,
+    "OFFLOAD_LINK_JOBS": _scons_jobs,
+    "OFFLOAD_LOCAL_LAUNCHER": _local_launcher,
+    "_OFFLOAD_LAUNCH": _launch,
+    "_OFFLOAD_CLANG_ID": _clang_id,
+    "_OFFLOAD_NVCC_ID": _nvcc_id,
+    "_OFFLOAD_LIBRARY_ID": _library_id,
+    "_OFFLOAD_VENDORFLAGS": _vendor_flags,
+    "_OFFLOAD_NVCC_GENCODE": _nvcc_gencode,
+    "_OFFLOAD_NVCC_HOSTFLAGS": _nvcc_host_flags,
+    "_OFFLOAD_PACKAGERFLAGS": _packager_flags,
+    "_OFFLOAD_LLVMVERSIONFLAG": _llvm_version_flag,
+    "_OFFLOAD_IMAGES": _images,
+    "_OFFLOAD_EMBED_IMAGES": _embed_images,
+    "_OFFLOAD_LINKFLAGS": _link_flags,
+    "_OFFLOAD_LINK_OPTFLAG": _link_opt_flag,
+    "_OFFLOAD_HIPFB_TARGETS": _hipfb_targets,
+    "_OFFLOAD_COMPRESSFLAG": _compress_flag,
+    "_OFFLOAD_INPUTFLAGS": _input_flags,
+    "_OFFLOAD_OUTPUTFLAGS": _output_flags,
+    "_OFFLOAD_BUNDLETARGETS": _bundle_targets,
+    "_OFFLOAD_BUNDLETYPE": _bundle_type,
+    "_OFFLOAD_VERIFY_CMDS": _verify_cmds,
+    "_OFFLOAD_DEVICE_RUNTIME": _device_runtime_flags,
+    "_OFFLOAD_LLC": _llc,
+}
+
+
+def user_defaults(env) -> dict:
+    """The documented variables' defaults (docs/scons-tool.md lists each)."""
+    d = {
+        "OFFLOAD_ARCHS": [],
+        "OFFLOAD_LANG": "",
+        "OFFLOAD_CUDA_COMPILER": "clang",
+        "OFFLOAD_HIP_COMPILER": "clang",
+        "OFFLOAD_HOSTFLAGS": SCons.Util.CLVar(""),
+        "OFFLOAD_DEVICEFLAGS": SCons.Util.CLVar(""),
+        "OFFLOAD_NVCCFLAGS": SCons.Util.CLVar(""),
+        "OFFLOAD_CUDA_PTX": False,
+        "OFFLOAD_LINKFLAGS": SCons.Util.CLVar(""),
+        "OFFLOAD_BUNDLERFLAGS": SCons.Util.CLVar(""),
+        "OFFLOAD_COMPRESS": False,
+        "OFFLOAD_LAUNCHER": "",
+        "OFFLOAD_VERBOSE": False,
+        "OFFLOAD_PYTHON": sys.executable,
+        "OFFLOAD_AR": "ar",
+        "OFFLOAD_ARFLAGS": SCons.Util.CLVar("rcsD"),
+        "OFFLOAD_CUDA_PATH": "/usr/local/cuda" if os.path.isdir("/usr/local/cuda") else "",
+        "OFFLOAD_ROCM_PATH": "/usr" if os.path.isdir("/usr/lib/x86_64-linux-gnu/amdgcn") else "",
+        "OFFLOAD_ROCM_DEVICE_LIB_PATH": ("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode"
+                                         if os.path.isdir("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode") else ""),
+        "OFFLOAD_SPLIT_DEVICE_LINK": True,
+    }
+    d.update(CALLABLES)
+    return d
+
+
+def set_defaults(env, commands: dict, comstrs: dict) -> None:
+    """Set every construction variable the user has not set (idempotent; never clobbers):
+    the user variables, the builders' `*COM` commands and `*COMSTR` messages, and the programs."""
+    defaults = user_defaults(env)
+    defaults.update(commands)
+    if "OFFLOAD_CLANG" not in env:
+        defaults["OFFLOAD_CLANG"] = _toolchain.find_clang(env)
+    if "OFFLOAD_NVCC" not in env:
+        defaults["OFFLOAD_NVCC"] = _toolchain.find_program(env, ["nvcc"])
+    if "OFFLOAD_HIPCC" not in env:
+        defaults["OFFLOAD_HIPCC"] = _toolchain.find_program(env, ["hipcc"])
+    verbose = env.get("OFFLOAD_VERBOSE") or os.environ.get("OFFLOAD_VERBOSE", "") not in ("", "0")
+    for k, v in comstrs.items():
+        defaults[k] = "" if verbose else v
+    for k, v in defaults.items():
+        if k not in env:
+            env[k] = v
+    # hipcc picks its platform from the environment.
+    env["ENV"].setdefault("HIP_PLATFORM", "amd")
