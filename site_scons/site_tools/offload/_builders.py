@@ -72,6 +72,20 @@ class InProcessAction(SCons.Action.CommandAction):
         return 0
 
 
+PACKAGE_EMBED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_package_embed.py")
+
+
+def _run_package_embed(argv):
+    from . import _package_embed
+    return _package_embed.main(argv)
+
+
+def package_embed_builder(com: str) -> SCons.Builder.Builder:
+    """A builder of `$<com>`, a `_package_embed.py` command (package + embed, run in-process)."""
+    return builder(action=InProcessAction("$" + com, PACKAGE_EMBED, _run_package_embed, cmdstr="$" + com + "STR",
+                                          varlist=LIBRARY_VARS + ["_OFFLOAD_PACKAGERFLAGS"]))
+
+
 # --------------------------------------------------------------------------------------------
 # Node helpers
 

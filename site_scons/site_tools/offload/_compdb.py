@@ -1,9 +1,12 @@
 """Our compiles in SCons's `compilation_db` tool (`env.CompilationDatabase()`), when it is loaded.
 
 That tool records an entry per object through emitters it adds to the `Object` builders; our
-compiles are made by builders of their own, so each one is added as that tool's emitter adds its
-own: the module list `__COMPILATION_DB_ENTRIES` of `(target, source, env, action)`, a shape
-SCons has kept since the tool appeared (tests/test_scons_tool.py builds a database with it)."""
+compiles are made by builders of their own, so each one is recorded as that tool records its own.
+How it does so changed between SCons releases, and both forms are tested:
+- SCons 4.5 to 4.8 expose the emitter factory, `make_emit_compilation_DB_entry(comstr)`, whose
+  emitter makes an entry node (tests/test_scons_min_version.py, with the oldest SCons allowed);
+- later releases keep `(target, source, env, action)` tuples in the module list
+  `__COMPILATION_DB_ENTRIES` (tests/test_scons_openmp.py, with the SCons installed)."""
 
 from __future__ import annotations
 
@@ -15,6 +18,12 @@ def record(env, targets, sources, com: str) -> None:
     if "compilation_db" not in (env.get("TOOLS") or []):
         return
     import SCons.Tool.compilation_db as cdb
+    make_emitter = getattr(cdb, "make_emit_compilation_DB_entry", None)
+    if make_emitter is not None:
+        emit = make_emitter("$" + com)
+        for t in targets:
+            emit([t], [sources[0]], env)
+        return
     entries = getattr(cdb, "__COMPILATION_DB_ENTRIES", None)
     if entries is None:
         return

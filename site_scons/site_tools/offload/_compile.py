@@ -22,11 +22,9 @@ import SCons.Util
 
 from . import _archs, _compdb, _languages, _toolchain
 from ._archs import archs_for, file_safe
-from ._builders import (COMPILER_VARS, LAUNCH, LIBRARY_VARS, PY, InProcessAction, action, builder, canonical, node,
-                        nodes, registry, settings, stem, wants)
+from ._builders import (COMPILER_VARS, LAUNCH, LIBRARY_VARS, PACKAGE_EMBED, PY, action, builder, canonical, node, nodes,
+                        package_embed_builder, registry, settings, stem, wants)
 from ._languages import language_of
-
-_PACKAGE_EMBED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_package_embed.py")
 
 COMMANDS = {
     "OFFLOAD_HOSTCOM": f"{LAUNCH} $OFFLOAD_CLANG $_OFFLOAD_HOST_LANGFLAGS --offload-host-only -c -o $TARGET "
@@ -42,7 +40,7 @@ COMMANDS = {
                         '$_OFFLOAD_INPUTFLAGS -output=$TARGET',
     "OFFLOAD_PACKAGECOM": f"{PY} -m offload_tool.packager $_OFFLOAD_PACKAGERFLAGS -o $TARGET $_OFFLOAD_IMAGES",
     "OFFLOAD_EMBEDCOM": f"{PY} -m offload_tool.embed ${{SOURCES[0]}} ${{SOURCES[1:]}} -o $TARGET",
-    "OFFLOAD_PACKAGEEMBEDCOM": f"$( $OFFLOAD_PYTHON {_PACKAGE_EMBED} $) ${{TARGETS[0]}} ${{TARGETS[1]}} "
+    "OFFLOAD_PACKAGEEMBEDCOM": f"$( $OFFLOAD_PYTHON {PACKAGE_EMBED} $) ${{TARGETS[0]}} ${{TARGETS[1]}} "
                                "${SOURCES[0]} $_OFFLOAD_PACKAGERFLAGS $_OFFLOAD_EMBED_IMAGES",
 }
 
@@ -55,11 +53,6 @@ COMSTRS = {
     "OFFLOAD_EMBEDCOMSTR": "EMBED ${TARGET}",
     "OFFLOAD_PACKAGEEMBEDCOMSTR": "PACKAGE+EMBED ${TARGETS[1]}",
 }
-
-
-def _run_package_embed(argv):
-    from . import _package_embed
-    return _package_embed.main(argv)
 
 
 class _CompileAction(SCons.Action.CommandAction):
@@ -104,9 +97,7 @@ def builders() -> dict:
         "_OffloadHipfb": builder(action=action("OFFLOAD_HIPFBCOM", LIBRARY_VARS)),
         "_OffloadPackage": builder(action=action("OFFLOAD_PACKAGECOM", LIBRARY_VARS + ["_OFFLOAD_PACKAGERFLAGS"])),
         "_OffloadEmbed": builder(action=action("OFFLOAD_EMBEDCOM", LIBRARY_VARS)),
-        "_OffloadPackageEmbed": builder(action=InProcessAction(
-            "$OFFLOAD_PACKAGEEMBEDCOM", _PACKAGE_EMBED, _run_package_embed, cmdstr="$OFFLOAD_PACKAGEEMBEDCOMSTR",
-            varlist=LIBRARY_VARS + ["_OFFLOAD_PACKAGERFLAGS"])),
+        "_OffloadPackageEmbed": package_embed_builder("OFFLOAD_PACKAGEEMBEDCOM"),
     }
 
 

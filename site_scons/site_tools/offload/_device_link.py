@@ -101,9 +101,5 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        status = main(sys.argv[1:])
-    except Exception as exc:  # one line, never a traceback
-        sys.stderr.write(f"offload device link: internal error: {type(exc).__name__}: {exc}\n")
-        status = 1
-    sys.exit(status)
+    from offload_tool.command_line import run_command
+    sys.exit(run_command("offload device link", lambda: main(sys.argv[1:])))

@@ -19,13 +19,13 @@ import SCons.Util
 
 from . import _archs, _compile, _languages, _libraries, _variables
 from ._archs import archs_for, file_safe
-from ._builders import COMPILER_VARS, LIBRARY_VARS, InProcessAction, action, builder, canonical, node, nodes, settings
+from ._builders import (COMPILER_VARS, LIBRARY_VARS, PACKAGE_EMBED, action, builder, canonical, node, nodes,
+                        package_embed_builder, settings)
 
-_PACKAGE_EMBED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_package_embed.py")
 _DEVICE_LINK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_device_link.py")
 
 COMMANDS = {
-    "OFFLOAD_CARRIERCOM": f"$( $OFFLOAD_PYTHON {_PACKAGE_EMBED} $) --empty-host ${{TARGETS[0]}} ${{TARGETS[1]}} "
+    "OFFLOAD_CARRIERCOM": f"$( $OFFLOAD_PYTHON {PACKAGE_EMBED} $) --empty-host ${{TARGETS[0]}} ${{TARGETS[1]}} "
                           "$_OFFLOAD_CARRIER_REF $_OFFLOAD_PACKAGERFLAGS $_OFFLOAD_IMAGES",
     "OFFLOAD_DEVICELINKCOM": f"$( $OFFLOAD_PYTHON {_DEVICE_LINK} $) $TARGET $_OFFLOAD_CARRIER_REF $( $_OFFLOAD_LLC $) "
                              "$OFFLOAD_CLANGXX -fopenmp --offload-arch=$OFFLOAD_ARCH $_OFFLOAD_VENDORFLAGS "
@@ -51,11 +51,6 @@ COMSTRS = {
 }
 
 
-def _run_package_embed(argv):
-    from . import _package_embed
-    return _package_embed.main(argv)
-
-
 def _write_ldscript(target, source, env):
     with open(target[0].get_abspath(), "w", encoding="utf-8") as f:
         f.write(env["_OFFLOAD_LDSCRIPT"])
@@ -64,9 +59,7 @@ def _write_ldscript(target, source, env):
 
 def builders() -> dict:
     return {
-        "_OffloadCarrier": builder(action=InProcessAction(
-            "$OFFLOAD_CARRIERCOM", _PACKAGE_EMBED, _run_package_embed, cmdstr="$OFFLOAD_CARRIERCOMSTR",
-            varlist=LIBRARY_VARS + ["_OFFLOAD_PACKAGERFLAGS"])),
+        "_OffloadCarrier": package_embed_builder("OFFLOAD_CARRIERCOM"),
         "_OffloadDeviceLink": builder(action=action("OFFLOAD_DEVICELINKCOM", COMPILER_VARS + LIBRARY_VARS)),
         "_OffloadLink": builder(action=action("OFFLOAD_LINKCOM", COMPILER_VARS),
                                 target_scanner=SCons.Scanner.Prog.ProgramScanner()),
