@@ -313,9 +313,6 @@ def test_ccache_masquerade_autodetects_clang_and_serves_a_clean_rebuild(tmp_path
     _run_and_verify(p)
 
 
-@pytest.mark.xfail(strict=True, reason="tool bug: ccache's preprocessor mode leaves -D options out of its "
-                   "key, so '-D__OFFLOAD_SOURCE_ID=<dev>_<ino>' does not key OpenMP objects by file: a "
-                   "second clone gets the first clone's objects (the first clone's entry names)")
 def test_ccache_second_clone_gets_openmp_objects_of_its_own_file(tmp_path):
     """A second clone sharing the ccache directory: HIP compiles may hit (pinned `-cuid`), OpenMP
     objects must name the clone's own file (`__omp_offloading_<dev>_<ino>_...`), or a later
@@ -332,9 +329,6 @@ def test_ccache_second_clone_gets_openmp_objects_of_its_own_file(tmp_path):
         assert _entry_ids(b.root / f"src/{stem}.sm_80.o") == want
 
 
-@pytest.mark.xfail(strict=True, reason="tool bug: the HIP host compile names its fat binary through "
-                   "'-Xclang -fcuda-include-gpubinary -Xclang x.hipfb', which ccache does not hash, so "
-                   "after a device-code change ccache returns the old host object (old device code)")
 def test_ccache_never_serves_a_hip_host_object_with_an_old_fat_binary(tmp_path):
     _need("ccache", "ccache")
     p = _project(tmp_path / "proj")

@@ -118,15 +118,19 @@ def _identity(node) -> str:
 
 
 def _source_id_flag(node) -> str:
-    """`-D__OFFLOAD_SOURCE_ID=<dev>_<ino>` for the compiles of a file-identity language: a compiler
-    cache (ccache, sccache) then keys those objects by the file they came from, so a cached host
-    object never meets a device object of another clone's file. Outside the signature: the
-    identity is a dependency of these nodes already."""
+    """`-DOFFLOAD_TOOL_SOURCE_ID=<dev>_<ino> -include offload_ids.h` for the compiles of a
+    file-identity language: a compiler cache (ccache, sccache) then keys those objects by the file
+    they came from (the header turns the value into preprocessed text, which caches hash; a bare -D
+    is not), so a cached object of another clone's file is never served. Outside the signature:
+    the identity is a dependency of these nodes already."""
     try:
         st = os.stat(node.srcnode().get_abspath())
     except OSError:
         return ""
-    return f"$( -D__OFFLOAD_SOURCE_ID={st.st_dev:x}_{st.st_ino:x} $)"
+    return f"$( -DOFFLOAD_TOOL_SOURCE_ID={st.st_dev:x}_{st.st_ino:x} -include {ID_HEADER} $)"
+
+
+ID_HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "offload_ids.h")
 
 
 def _cuid(node) -> str:
@@ -165,7 +169,10 @@ def host_object(env, s, target, kw, extra_sources=(), pic=False):
 
     def make():
         o = _common_overrides(senv, s, lang, kw)
-        o["_OFFLOAD_HIPFB_INCLUDE"] = ("-Xclang -fcuda-include-gpubinary -Xclang ${SOURCES[1]}"
+        # The fat binary's content hash goes into the preprocessed text too (`offload_ids.h`): a
+        # compiler cache does not read the file -fcuda-include-gpubinary names.
+        o["_OFFLOAD_HIPFB_INCLUDE"] = ("-Xclang -fcuda-include-gpubinary -Xclang ${SOURCES[1]} "
+                                       f"$( -DOFFLOAD_TOOL_FATBIN_ID=$_OFFLOAD_FATBIN_ID -include {ID_HEADER} $)"
                                        if extra_sources else "")
         if pic:
             o["OFFLOAD_HOSTFLAGS"] = SCons.Util.CLVar(senv.get("OFFLOAD_HOSTFLAGS", [])) + ["-fPIC"]

@@ -154,6 +154,19 @@ def _vendor_flags(target, source, env, for_signature):
     return " ".join(flags)
 
 
+def _fatbin_id(target, source, env, for_signature):
+    """A hash of the HIP fat binary a host compile embeds (its second source), read when the
+    command runs; `0` before the file exists (the value is outside signatures)."""
+    import hashlib
+    if len(source) < 2:
+        return "0"
+    try:
+        with open(source[1].get_abspath(), "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()[:24]
+    except OSError:
+        return "0"
+
+
 def _nvcc_gencode(target, source, env, for_signature):
     """One `-gencode` per arch: SASS (`code=sm_NN`), plus PTX (`code=compute_NN`, for JIT on
     later GPUs) when `OFFLOAD_CUDA_PTX` is set, as `nvcc -arch=sm_NN` embeds both."""
@@ -313,6 +326,7 @@ CALLABLES = {
     "_OFFLOAD_LIBRARY_ID": _library_id,
     "_OFFLOAD_VENDORFLAGS": _vendor_flags,
     "_OFFLOAD_NVCC_GENCODE": _nvcc_gencode,
+    "_OFFLOAD_FATBIN_ID": _fatbin_id,
     "_OFFLOAD_NVCC_HOSTFLAGS": _nvcc_host_flags,
     "_OFFLOAD_PACKAGERFLAGS": _packager_flags,
     "_OFFLOAD_LLVMVERSIONFLAG": _llvm_version_flag,
