@@ -12,6 +12,7 @@ import subprocess
 import pytest
 
 from conftest import need_tool, run, run_cli
+from scons_samples import CUDA_DECLS
 from scons_helpers import Project, counts, device_archs, run_env
 
 pytestmark = pytest.mark.slow
@@ -31,11 +32,7 @@ int main() {
 """
 
 # clang cannot use CUDA 13's headers (see docs/scons-tool.md): a header-less CUDA source.
-CUDA_SRC = """
-struct dim3 { unsigned x, y, z; };
-typedef struct CUstream_st *cudaStream_t;
-extern "C" int cudaLaunchKernel(const void *, dim3, dim3, void **, unsigned long, cudaStream_t);
-static __attribute__((device)) int bias;
+CUDA_SRC = CUDA_DECLS + """static __attribute__((device)) int bias;
 __attribute__((global)) void saxpy(float a, float *x) { x[0] = a * x[0] + bias; }
 void *bias_address() { return (void *)&bias; }
 """

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from conftest import console_script, find_tool, need_tool
+from scons_samples import KERN_CPP, MAIN_C
 from scons_helpers import REPO, Project, actions, counts, run_env, scons_env
 
 pytestmark = pytest.mark.slow
@@ -58,26 +59,6 @@ if ARGUMENTS.get('plain'):
     env.Program('hello', ['src/hello.c'], CC=ARGUMENTS['plain'])
 """ % (_PASS,)
 
-MAIN_C = """
-#include <stdio.h>
-double kern(int n);
-int main(void) {
-  double s = 0;
-#pragma omp target map(tofrom: s)
-  s = 1.5;
-  printf("main %g kern %g\\n", s, kern(100));
-  return 0;
-}
-"""
-
-KERN_CPP = """
-extern "C" double kern(int n) {
-  double s = 0;
-#pragma omp target teams distribute parallel for reduction(+:s) map(tofrom:s)
-  for (int i = 0; i < n; i++) s += i;
-  return s;
-}
-"""
 
 VADD_HIP = """
 #include <hip/hip_runtime.h>

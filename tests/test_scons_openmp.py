@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 from conftest import need_tool, run
+from scons_samples import KERN_CPP, MAIN_C
 from scons_helpers import Project, counts, device_archs, run_env
 
 pytestmark = pytest.mark.slow
@@ -34,26 +35,6 @@ env.OffloadProgram(ARGUMENTS.get('out', 'app'), ['src/main.c', 'src/kern.cpp'],
                    OFFLOAD_SPLIT_DEVICE_LINK=ARGUMENTS.get('split', '1') == '1')
 """
 
-MAIN_C = """
-#include <stdio.h>
-double kern(int n);
-int main(void) {
-  double s = 0;
-#pragma omp target map(tofrom: s)
-  s = 1.5;
-  printf("main %g kern %g\\n", s, kern(100));
-  return 0;
-}
-"""
-
-KERN_CPP = """
-extern "C" double kern(int n) {
-  double s = 0;
-#pragma omp target teams distribute parallel for reduction(+:s) map(tofrom:s)
-  for (int i = 0; i < n; i++) s += i;
-  return s;
-}
-"""
 
 
 @pytest.fixture
@@ -296,14 +277,7 @@ env.OffloadArchive('bar', ['lib/vsum.cpp'])
 env.OffloadSharedLibrary('vsum', ['lib/vsum.cpp'])
 """
 
-VSUM = """
-extern "C" double vsum(int n) {
-  double s = 0;
-#pragma omp target teams distribute parallel for reduction(+:s) map(tofrom:s)
-  for (int i = 0; i < n; i++) s += i;
-  return s;
-}
-"""
+VSUM = KERN_CPP.replace("kern(", "vsum(")
 
 APP = """
 #include <cstdio>

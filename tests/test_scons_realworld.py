@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 from conftest import need_tool, run, run_cli
+from scons_samples import CUDA_DECLS
 from scons_helpers import Project, actions, counts, device_archs, run_env
 
 pytestmark = pytest.mark.slow
@@ -54,11 +55,7 @@ int main() { std::printf("plain main\n"); return 0; }
 """
 
 # clang cannot use CUDA 13's headers here: a header-less CUDA source (device code + a host function).
-CUDA_SRC = """
-struct dim3 { unsigned x, y, z; };
-typedef struct CUstream_st *cudaStream_t;
-extern "C" int cudaLaunchKernel(const void *, dim3, dim3, void **, unsigned long, cudaStream_t);
-static __attribute__((device)) int bias;
+CUDA_SRC = CUDA_DECLS + """static __attribute__((device)) int bias;
 __attribute__((global)) void saxpy(float a, float *x) { x[0] = a * x[0] + bias; }
 int cuda_main() { return 0; }
 """
@@ -87,6 +84,15 @@ def _sconstruct(body: str, env_args: str = "") -> str:
     return ("import os\n"
             f"env = Environment(tools=['default', 'offload'], OFFLOAD_VERBOSE=bool(ARGUMENTS.get('OFFLOAD_VERBOSE')), "
             f"{env_args})\n" + body)
+
+
+def _omp_project(root, body: str, env_args: str) -> Project:
+    """A project of one OpenMP source, `src/a.c`, built with clang 19."""
+    need_tool("clang-19")
+    p = Project(root)
+    p.write("SConstruct", _sconstruct(body, "OFFLOAD_CLANG='clang-19', " + env_args))
+    p.write("src/a.c", OMP_SRC)
+    return p
 
 
 def _needed_libs(path) -> list[str]:
@@ -314,12 +320,8 @@ def test_system_libs_keep_the_split_device_link_and_our_archives_turn_it_off(tmp
 def test_clean_removes_files_of_archs_no_longer_configured(tmp_path):
     """Build for three archs, drop one, `scons -c`: nothing the build wrote is left, including
     the dropped arch's device objects and device link."""
-    need_tool("clang-19")
-    p = Project(tmp_path)
-    p.write("SConstruct", _sconstruct(
-        "env.OffloadProgram('app', ['src/a.c'])",
-        "OFFLOAD_CLANG='clang-19', OFFLOAD_ARCHS=ARGUMENTS.get('archs', 'sm_80,gfx90a,gfx1030').split(',')"))
-    p.write("src/a.c", OMP_SRC)
+    p = _omp_project(tmp_path, "env.OffloadProgram('app', ['src/a.c'])",
+                     "OFFLOAD_ARCHS=ARGUMENTS.get('archs', 'sm_80,gfx90a,gfx1030').split(',')")
     p.write("src/notes.gfx1030.txt", "a user file that looks like an arch file but is not ours\n")
     p.scons()
     assert (p.root / "src" / "a.gfx1030.bc").exists() and (p.root / "app.gfx1030.devlink.o").exists()
@@ -334,22 +336,14 @@ def test_clean_removes_files_of_archs_no_longer_configured(tmp_path):
     ("gfx90a,sm_90:sramecc-", "NVIDIA offload archs take no target features"),
 ])
 def test_arch_mistakes_are_errors(tmp_path, archs, message):
-    need_tool("clang-19")
-    p = Project(tmp_path)
-    p.write("SConstruct", _sconstruct("env.OffloadProgram('app', ['src/a.c'])",
-                                      f"OFFLOAD_CLANG='clang-19', OFFLOAD_ARCHS={archs!r}"))
-    p.write("src/a.c", OMP_SRC)
+    p = _omp_project(tmp_path, "env.OffloadProgram('app', ['src/a.c'])", f"OFFLOAD_ARCHS={archs!r}")
     cp = p.scons(check=False)
     assert cp.returncode != 0 and message in cp.stderr and "Traceback" not in cp.stderr, cp.stderr
 
 
 def test_two_requests_for_one_target_that_want_different_things(tmp_path):
-    need_tool("clang-19")
-    p = Project(tmp_path)
-    p.write("SConstruct", _sconstruct(
-        "env.OffloadObject('src/a.c')\nenv.OffloadObject('src/a.c', OFFLOAD_ARCHS=['gfx90a'])",
-        "OFFLOAD_CLANG='clang-19', OFFLOAD_ARCHS=['sm_80', 'gfx90a']"))
-    p.write("src/a.c", OMP_SRC)
+    p = _omp_project(tmp_path, "env.OffloadObject('src/a.c')\nenv.OffloadObject('src/a.c', OFFLOAD_ARCHS=['gfx90a'])",
+                     "OFFLOAD_ARCHS=['sm_80', 'gfx90a']")
     cp = p.scons(check=False)
     assert cp.returncode != 0 and "already built with other settings" in cp.stderr and "src/a.o" in cp.stderr
     p.write("SConstruct", _sconstruct(
