@@ -66,7 +66,9 @@ int main() { return cuda_main(); }
 
 NVCC_SRC = r"""
 #include <cstdio>
+template <typename F> __global__ void apply(F f, float *x) { x[0] = f(x[0]); }
 __global__ void scale(float a, float *x) { auto f = [=] __device__ (float v) { return a * v; }; x[0] = f(x[0]); }
+void scale_with_lambda(float a, float *x) { apply<<<1, 1>>>([=] __device__ (float v) { return a * v; }, x); }
 extern "C" int cuda_part() { float *d; if (cudaMalloc(&d, 64) != cudaSuccess) { std::printf("no device\n"); return 0; }
   scale<<<1, 1>>>(2.0f, d); return 0; }
 """
@@ -277,12 +279,13 @@ def test_nvcc_in_a_mixed_environment(tmp_path):
     p.write("SConstruct", _sconstruct(
         "env.OffloadProgram('app', ['src/main.c', 'src/k.cu'])",
         "OFFLOAD_CLANG='clang-19', OFFLOAD_ARCHS=['sm_80', 'gfx90a'], OFFLOAD_CUDA_COMPILER='nvcc', "
-        "CXXFLAGS=['-march=native'], OFFLOAD_NVCCFLAGS=['--extended-lambda'], OFFLOAD_CUDA_PTX=True"))
+        "CXXFLAGS=['-march=native', '-std=c++14'], OFFLOAD_NVCCFLAGS=['--extended-lambda'], OFFLOAD_CUDA_PTX=True"))
     p.write("src/k.cu", NVCC_SRC)
     p.write("src/main.c", MIXED_MAIN)
     cp = p.scons("OFFLOAD_VERBOSE=1")
     nvcc = [line for line in cp.stdout.splitlines() if "nvcc" in line and " -c " in line]
     assert nvcc and "-Xcompiler=-march=native" in nvcc[0] and "code=[sm_80,compute_80]" in nvcc[0], nvcc
+    assert " -std=c++14 " in nvcc[0] and "-Xcompiler=-std" not in nvcc[0], nvcc  # the dialect is nvcc's own
     assert not any("--extended-lambda" in line for line in cp.stdout.splitlines() if "clang" in line)
     out = subprocess.run([str(p.root / "app")], capture_output=True, text=True, env=run_env(), timeout=60)
     assert out.returncode == 0 and "PASS" in out.stdout, out.stdout + out.stderr

@@ -181,10 +181,13 @@ def _nvcc_gencode(target, source, env, for_signature):
 
 def _nvcc_host_flags(target, source, env, for_signature):
     """The host compiler's flags (`$CCFLAGS $CXXFLAGS $OFFLOAD_HOSTFLAGS`) as nvcc takes them:
-    `-Xcompiler=<flag>` each (`-march=native` is a host compiler flag nvcc itself rejects)."""
+    `-Xcompiler=<flag>` each (`-march=native` is a host compiler flag nvcc itself rejects), except
+    the language dialect: `-std=c++NN` goes to nvcc itself, which compiles the device side in it
+    and hands it to the host compiler (passed only to the host compiler, the two sides disagree).
+    """
     mode = SCons.Subst.SUBST_SIG if for_signature else SCons.Subst.SUBST_CMD
     flags = env.subst("$CCFLAGS $CXXFLAGS $OFFLOAD_HOSTFLAGS", mode, target=target, source=source).split()
-    return " ".join(f"-Xcompiler={f}" for f in flags)
+    return " ".join(f if f.startswith("-std=") else f"-Xcompiler={f}" for f in flags)
 
 
 # --------------------------------------------------------------------------------------------
