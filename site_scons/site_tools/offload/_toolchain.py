@@ -50,26 +50,28 @@ class Compiler:
     openmp_lib_dir: str | None    # folder of libomptarget.so (the host OpenMP offload runtime)
     device_runtime: str | None    # path of the OpenMP device runtime archive
     programs: dict                # helper program name -> absolute path, or None when absent
+    # Folder of `libomptarget-nvptx*.bc`, which clang 19 wants named with
+    # `--libomptarget-nvptx-bc-path` (looked up once, with the probe), or None.
+    nvptx_bitcode_dir: str | None = None
 
     @property
     def has_openmp_offload(self) -> bool:
         """OpenMP offload can build and run with this clang: host and device runtimes found."""
         return bool(self.openmp_lib_dir and self.device_runtime)
 
-    @property
-    def nvptx_bitcode_dir(self) -> str | None:
-        """Folder of `libomptarget-nvptx*.bc` (clang 19 wants it named with
-        `--libomptarget-nvptx-bc-path`), or None."""
-        for d in filter(None, (self.openmp_lib_dir, os.path.dirname(self.device_runtime or ""))):
-            try:
-                if any(n.startswith("libomptarget-nvptx") and n.endswith(".bc") for n in os.listdir(d)):
-                    return d
-            except OSError:
-                continue
-        return None
-
     def program(self, name: str) -> str | None:
         return self.programs.get(name)
+
+
+def _nvptx_bitcode_dir(*folders: str | None) -> str | None:
+    """The first of `folders` holding `libomptarget-nvptx*.bc`."""
+    for d in filter(None, folders):
+        try:
+            if any(n.startswith("libomptarget-nvptx") and n.endswith(".bc") for n in os.listdir(d)):
+                return d
+        except OSError:
+            continue
+    return None
 
 
 def build_env(env) -> dict:
@@ -139,10 +141,10 @@ def probe_compiler(env, command: str, clang: bool = True) -> Compiler:
     """The `Compiler` record of `command` as the build would run it (memoised). For non-clang
     compilers (nvcc, hipcc) only the identity is asked."""
     path = resolve(env, command)
-    penv = build_env(env)
-    key = (command, path, penv.get("PATH", ""), clang)
-    if key in _COMPILERS:
+    key = (command, path, str(env["ENV"].get("PATH", "")), clang)
+    if key in _COMPILERS:  # asked per node: the look-up stays a dictionary hit
         return _COMPILERS[key]
+    penv = build_env(env)
     if path is None:
         info = Compiler(command, None, "missing", None, None, None, {})
     else:
@@ -158,8 +160,10 @@ def probe_compiler(env, command: str, clang: bool = True) -> Compiler:
             omp = _found_file(answers[1])
             runtimes = [_found_file(a) for a in answers[2:2 + len(DEVICE_RUNTIME_NAMES)]]
             progs = {p: _found_file(a) for p, a in zip(HELPER_PROGRAMS, answers[2 + len(DEVICE_RUNTIME_NAMES):])}
-            info = Compiler(command, path, identity, int(m.group(1)) if m else None,
-                            os.path.dirname(omp) if omp else None, next(filter(None, runtimes), None), progs)
+            lib_dir = os.path.dirname(omp) if omp else None
+            runtime = next(filter(None, runtimes), None)
+            info = Compiler(command, path, identity, int(m.group(1)) if m else None, lib_dir, runtime, progs,
+                            _nvptx_bitcode_dir(lib_dir, os.path.dirname(runtime or "")))
         else:
             info = Compiler(command, path, identity, int(m.group(1)) if m else None, None, None, {})
     _COMPILERS[key] = info
@@ -254,8 +258,7 @@ def print_file_name(env, command: str, name: str) -> str | None:
     path = resolve(env, command)
     if path is None:
         return None
-    penv = build_env(env)
-    key = (path, penv.get("PATH", ""), name)
+    key = (path, str(env["ENV"].get("PATH", "")), name)
     if key not in _FILE_NAMES:
-        _FILE_NAMES[key] = _found_file(_run_all([[path, f"-print-file-name={name}"]], penv)[0])
+        _FILE_NAMES[key] = _found_file(_run_all([[path, f"-print-file-name={name}"]], build_env(env))[0])
     return _FILE_NAMES[key]
