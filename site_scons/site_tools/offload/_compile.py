@@ -104,17 +104,26 @@ def builders() -> dict:
 # --------------------------------------------------------------------------------------------
 # Per-source values
 
-def _identity(node) -> str:
-    """The source file's (st_dev, st_ino), read now (SConscript time): clang names OpenMP
-    offload entries after it, so host and device objects of a source must come from the same
-    file identity. A re-created file (new inode) changes this value and rebuilds every node of
-    that source together."""
+def _file_id(node) -> tuple[int, int] | None:
+    """The source file's (st_dev, st_ino), read once per source when the SConscript is read (its
+    host and every device node ask), or None when it does not exist (yet)."""
     src = node.srcnode()
-    try:
-        st = os.stat(src.get_abspath())
-        return f"{src.get_path()} dev={st.st_dev} ino={st.st_ino}"
-    except OSError:
-        return f"{src.get_path()} absent"
+    if not hasattr(src.attributes, "offload_file_id"):
+        try:
+            st = os.stat(src.get_abspath())
+            src.attributes.offload_file_id = (st.st_dev, st.st_ino)
+        except OSError:
+            src.attributes.offload_file_id = None
+    return src.attributes.offload_file_id
+
+
+def _identity(node) -> str:
+    """The file identity as a dependency: clang names OpenMP offload entries after it, so host and
+    device objects of a source must come from the same file. A re-created file (new inode) changes
+    this value and rebuilds every node of that source together."""
+    fid = _file_id(node)
+    path = node.srcnode().get_path()
+    return f"{path} dev={fid[0]} ino={fid[1]}" if fid else f"{path} absent"
 
 
 def _source_id_flag(node) -> str:
@@ -123,11 +132,8 @@ def _source_id_flag(node) -> str:
     they came from (the header turns the value into preprocessed text, which caches hash; a bare -D
     is not), so a cached object of another clone's file is never served. Outside the signature:
     the identity is a dependency of these nodes already."""
-    try:
-        st = os.stat(node.srcnode().get_abspath())
-    except OSError:
-        return ""
-    return f"$( -DOFFLOAD_TOOL_SOURCE_ID={st.st_dev:x}_{st.st_ino:x} -include {ID_HEADER} $)"
+    fid = _file_id(node)
+    return f"$( -DOFFLOAD_TOOL_SOURCE_ID={fid[0]:x}_{fid[1]:x} -include {ID_HEADER} $)" if fid else ""
 
 
 ID_HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "offload_ids.h")
@@ -352,16 +358,11 @@ def _nvcc_object(env, senv, s, fat, archs, kw, pic):
     return made
 
 
-def is_source(env, n) -> bool:
-    """A file the offload builders compile (by suffix), rather than an object or library."""
-    return _languages.is_offload_source(n)
-
-
 def objects(env, sources, kw, pic=False) -> list:
     """Sources compiled with OffloadObject; objects (anything else) passed through."""
     out = []
     for n in nodes(env, sources):
-        if is_source(env, n):
+        if _languages.is_offload_source(n):
             out.extend(offload_object(env, n, None, kw, pic=pic))
         else:
             out.append(n)

@@ -125,7 +125,7 @@ def _split_parts(env, n, kw, pic):
     linker wrapper links (OpenMP, CUDA with clang); "keep" for objects whose device code is already
     inside the host object (HIP's .hipfb, nvcc) or that have none (plain host sources); None for
     anything else (an object of unknown origin may carry device code)."""
-    if _compile.is_source(env, n):
+    if _languages.is_offload_source(n):
         senv = settings(env, kw)
         lang = _languages.language_of(n, senv)
         if lang.offload_kind and not lang.bundled_device_code and _languages.compiler_for(senv, lang) == "clang":
@@ -218,7 +218,7 @@ def _split_link_inputs(env, target, items_in, kw, pic):
     objs = []
     for n, parts in items:
         if parts == "keep":
-            objs.extend(_compile.offload_object(env, n, None, kw, pic=pic) if _compile.is_source(env, n) else [n])
+            objs.extend(_compile.offload_object(env, n, None, kw, pic=pic) if _languages.is_offload_source(n) else [n])
         else:
             objs.append(parts[0])
     return objs + [carrier[1]]
