@@ -120,16 +120,20 @@ class Registry:
     one target.)"""
 
     def __init__(self):
-        self.nodes: dict[tuple, tuple[str, object]] = {}
+        self.nodes: dict[tuple, tuple[object, object]] = {}
 
-    def get(self, env, path: str, kind: str, wants: str, make):
+    def get(self, env, path: str, kind: str, wants, make):
+        """The nodes of `path`, made by `make()` on the first request. `wants()` describes a
+        request; it is only evaluated when a second one arrives (substitution is not free at
+        thousands of nodes)."""
         key = (id(env), path, kind)
         if key in self.nodes:
-            first, made = self.nodes[key]
-            if first != wants:
+            first_wants, made = self.nodes[key]
+            first, this = first_wants(), wants()
+            if first != this:
                 raise SCons.Errors.UserError(
                     f"offload: '{path}' is already built with other settings ({first}); this call wants "
-                    f"({wants}): give it another target (target=...) or the same settings")
+                    f"({this}): give it another target (target=...) or the same settings")
             return made
         made = make()
         self.nodes[key] = (wants, made)
@@ -139,9 +143,13 @@ class Registry:
 registry = Registry()
 
 
-def wants(senv, *parts) -> str:
+def wants(senv, *parts):
     """What a compile node's output depends on besides its source, in words (the registry's
-    notion of 'the same request')."""
+    notion of 'the same request'), as a callable the registry evaluates when it must compare."""
+    return lambda: _wants_text(senv, parts)
+
+
+def _wants_text(senv, parts) -> str:
     flags = senv.subst("$OFFLOAD_CLANG $OFFLOAD_HOSTFLAGS $OFFLOAD_DEVICEFLAGS $OFFLOAD_NVCCFLAGS "
                        "$CCFLAGS $CFLAGS $CXXFLAGS $CPPFLAGS $_CPPDEFFLAGS")
     return "; ".join(str(p) for p in parts if p) + (f"; flags: {flags}" if flags.strip() else "")
