@@ -169,13 +169,7 @@ def _split_link_inputs(env, target, items_in, kw, pic):
     senv = settings(env, kw)
     if not senv.get("OFFLOAD_SPLIT_DEVICE_LINK") or not _variables.has_llc(senv):
         return None
-    items = []
-    for n in items_in:
-        parts = _split_parts(env, n, kw, pic)
-        if parts is None:
-            items.append((n, None))
-            continue
-        items.append((n, parts))
+    items = [(n, _split_parts(env, n, kw, pic)) for n in items_in]
     archs = list(canonical(senv))
     for _, p in items:  # objects built elsewhere may carry archs this environment does not list
         if p not in ("keep", None):

@@ -349,7 +349,7 @@ CALLABLES = {
 }
 
 
-def user_defaults(env) -> dict:
+def user_defaults() -> dict:
     """The documented variables' defaults (docs/scons-tool.md lists each)."""
     d = {
         "OFFLOAD_ARCHS": [],
@@ -381,7 +381,7 @@ def user_defaults(env) -> dict:
 def set_defaults(env, commands: dict, comstrs: dict) -> None:
     """Set every construction variable the user has not set (idempotent; never clobbers):
     the user variables, the builders' `*COM` commands and `*COMSTR` messages, and the programs."""
-    defaults = user_defaults(env)
+    defaults = user_defaults()
     defaults.update(commands)
     if "OFFLOAD_CLANG" not in env:
         defaults["OFFLOAD_CLANG"] = _toolchain.find_clang(env)
