@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark: offload-bundler (our CLI, `python -m offload_tool.bundler`, one subprocess per operation)
+"""Benchmark: offload-bundler (our CLI, `python -m offload_tool.cli.bundler`, one subprocess per operation)
 against clang-offload-bundler-19, in one run.
 
 Rows: bundle, unbundle and list of 3 inputs of --size-mib MiB each (binary bundle, 3 targets),
@@ -79,7 +79,7 @@ def files_equal(a: str, b: str) -> bool:
 def make_members(directory: str, count: int) -> None:
     """`count` binary bundles with the 4 archive targets (2-16 KiB payloads each)."""
     sys.path.insert(0, REPO)
-    from offload_tool.bundle import BundleEntry, write_binary_bundle
+    from offload_tool.formats.bundle import BundleEntry, write_binary_bundle
 
     rng = random.Random(7)
     for m in range(count):
@@ -111,7 +111,7 @@ def main() -> int:
               "COMPRESSED_BUNDLE_FORMAT_VERSION"):
         env.pop(k, None)
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
-    ours = [sys.executable, "-m", "offload_tool.bundler"]
+    ours = [sys.executable, "-m", "offload_tool.cli.bundler"]
     # Byte-compile first, as an installed package is (PYTHONDONTWRITEBYTECODE would otherwise make every
     # run recompile the modules it imports).
     subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(REPO, "offload_tool")], check=False)

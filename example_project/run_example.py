@@ -81,7 +81,7 @@ def archs_by_file(manifest_path: str) -> dict[str, list[str]]:
 def split_outputs() -> list[tuple[str, list[str]]]:
     """The device-specific archives split from the heterogeneous archive, and the files unbundled
     from the HIP fat binary: raw device code, so listed by name (archive members by member name)."""
-    from offload_tool.archive import read_archive
+    from offload_tool.formats.archive import read_archive
 
     found = []
     hda = os.path.join(HERE, "build", "hda")

@@ -52,11 +52,11 @@ def run(cmd, **kw) -> subprocess.CompletedProcess:
 
 
 def run_cli(module: str, *args, **kw) -> subprocess.CompletedProcess:
-    """Run one of our CLIs (`python -m offload_tool.<module>`) from the working tree."""
+    """Run one of our CLIs (`python -m offload_tool.cli.<module>`) from the working tree."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     kw.setdefault("env", env)
-    return run([sys.executable, "-m", f"offload_tool.{module}", *args], **kw)
+    return run([sys.executable, "-m", f"offload_tool.cli.{module}", *args], **kw)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import need_tool, run
-from offload_tool import archive
+from offload_tool.formats import archive
 from offload_tool.errors import ArchiveError, OffloadError
 
 SRC_A = "int helper(int x) { return x * 3; }\n__attribute__((weak)) int wk(void) { return 7; }\nint gv = 5;\n"

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import need_tool, run
-from offload_tool import archive
-from offload_tool.bitcode import (BC_MAGIC, BC_WRAPPER_MAGIC, BitcodeError, bitcode_stream, embedded_objects,
+from offload_tool.formats import archive
+from offload_tool.formats.bitcode import (BC_MAGIC, BC_WRAPPER_MAGIC, BitcodeError, bitcode_stream, embedded_objects,
                                   symbol_table_blobs)
 from offload_tool.errors import OffloadBinaryError, OffloadError
-from offload_tool.extract import find_offload_images
-from offload_tool.offload_binary import OffloadImage, write_offload_binary
+from offload_tool.ops.extract import find_offload_images
+from offload_tool.formats.offload_binary import OffloadImage, write_offload_binary
 
 SRC = ("int counter = 1;\nstatic int hidden;\nint answer(int x){return x+counter+hidden;}\n"
        "extern int ext(void);\nint call(void){return ext();}\n")

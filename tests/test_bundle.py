@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import need_tool, run
-from offload_tool.bundle import (BINARY_MAGIC, TEXT_COMMENTS, BundleEntry, binary_bundle_layout, bundle_size,
+from offload_tool.formats.bundle import (BINARY_MAGIC, TEXT_COMMENTS, BundleEntry, binary_bundle_layout, bundle_size,
                                  is_binary_bundle, read_binary_bundle, read_text_bundle, stringmap_entries,
                                  write_binary_bundle, write_text_bundle)
 from offload_tool.errors import BundleFormatError, OffloadError, UsageError

@@ -1,4 +1,4 @@
-"""offload_tool.bundle_id: LLVM 19 standardization, reading 15/19/22 IDs, the bundler's target checks and the
+"""offload_tool.rules.bundle_id: LLVM 19 standardization, reading 15/19/22 IDs, the bundler's target checks and the
 unbundling compatibility rule, against the real bundlers (tables verified with clang-offload-bundler-19 and -22)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import oracle_crashed, find_tool, need_tool, run
-from offload_tool.bundle_id import (OFFLOAD_KINDS, BundleEntryID, archive_conflict, is_code_object_compatible,
+from offload_tool.rules.bundle_id import (OFFLOAD_KINDS, BundleEntryID, archive_conflict, is_code_object_compatible,
                                     is_offload_kind_compatible, parse_bundle_entry_id, standardize,
                                     standardize_llvm22, validate_bundler_targets)
 from offload_tool.errors import BundleError, OffloadError, UsageError

@@ -9,7 +9,8 @@ import struct
 import pytest
 
 from conftest import oracle_crashed, find_tool, run, run_cli
-from offload_tool import bundler_api, ccob
+from offload_tool.ops import bundler_api
+from offload_tool.formats import ccob
 from offload_tool.errors import BundleError, OffloadError, UsageError
 
 HOST = "host-x86_64-unknown-linux-gnu"
@@ -264,7 +265,7 @@ def test_unbundling_1gib_needs_no_1gib_of_memory(tmp_path):
     import subprocess
     import sys
 
-    from offload_tool.bundle import binary_bundle_layout
+    from offload_tool.formats.bundle import binary_bundle_layout
 
     size = 1 << 30
     ids = ["host-x86_64-unknown-linux-gnu-", "hip-amdgcn-amd-amdhsa--gfx906"]
@@ -275,7 +276,7 @@ def test_unbundling_1gib_needs_no_1gib_of_memory(tmp_path):
         f.truncate(offsets[1] + size)  # a hole: the device payload reads as zeros
     env = dict(os.environ)
     env["PYTHONPATH"] = str(__import__("conftest").REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.Popen([sys.executable, "-m", "offload_tool.bundler", "-type=bc", "-unbundle",
+    proc = subprocess.Popen([sys.executable, "-m", "offload_tool.cli.bundler", "-type=bc", "-unbundle",
                              "-targets=hip-amdgcn-amd-amdhsa--gfx906,host-x86_64-unknown-linux-gnu",
                              "-input=big.bc", "-output=dev", "-output=host"], cwd=tmp_path, env=env,
                             stderr=subprocess.PIPE)
@@ -338,7 +339,7 @@ def test_cli_never_raises(tmp_path_factory, args):
     import contextlib
     import io
 
-    from offload_tool import bundler
+    from offload_tool.cli import bundler
 
     d = tmp_path_factory.mktemp("fuzz")
     (d / "h").write_bytes(b"host code\n")

@@ -9,8 +9,9 @@ import shutil
 import pytest
 
 from conftest import oracle_crashed, find_tool, need_tool, run, run_cli
-from offload_tool import bundler_api, ccob
-from offload_tool.bundle import read_binary_bundle
+from offload_tool.ops import bundler_api
+from offload_tool.formats import ccob
+from offload_tool.formats.bundle import read_binary_bundle
 
 HOST = "host-x86_64-unknown-linux-gnu"
 PPC = "openmp-powerpc64le-ibm-linux-gnu"

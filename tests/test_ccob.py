@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import need_tool, run
-from offload_tool import ccob
-from offload_tool.bundle import BundleEntry, read_binary_bundle, write_binary_bundle
+from offload_tool.formats import ccob
+from offload_tool.formats.bundle import BundleEntry, read_binary_bundle, write_binary_bundle
 from offload_tool.errors import CompressionError, OffloadError, UsageError
 
 

@@ -8,8 +8,9 @@ import json
 import pytest
 
 from conftest import console_script, run, run_cli
-from offload_tool import __version__, cli
-from offload_tool.offload_binary import make_image, write_offload_binary
+from offload_tool import __version__
+from offload_tool.cli import tool as cli
+from offload_tool.formats.offload_binary import make_image, write_offload_binary
 
 
 def _pkg(tmp_path, *archs: str):
@@ -31,21 +32,21 @@ def _one_error(res, *needles: str) -> str:
 
 
 def test_help_and_version():
-    res = run_cli("cli", "--help")
+    res = run_cli("tool", "--help")
     assert res.returncode == 0
     for word in (b"inspect", b"verify", b"embed"):
         assert word in res.stdout
-    res = run_cli("cli", "--version")
+    res = run_cli("tool", "--version")
     assert res.returncode == 0 and res.stdout.decode().strip() == f"offload-tool {__version__}"
     for sub in ("inspect", "verify"):
-        res = run_cli("cli", sub, "--help")
+        res = run_cli("tool", sub, "--help")
         assert res.returncode == 0 and f"offload-tool {sub}".encode() in res.stdout
-    assert b"--llvm-version" in run_cli("cli", "inspect", "--help").stdout
-    assert b"--check-entries" in run_cli("cli", "verify", "--help").stdout
+    assert b"--llvm-version" in run_cli("tool", "inspect", "--help").stdout
+    assert b"--check-entries" in run_cli("tool", "verify", "--help").stdout
 
 
 def test_embed_is_delegated():
-    res = run_cli("cli", "embed", "--help")
+    res = run_cli("tool", "embed", "--help")
     assert res.returncode == 0 and b"offload-tool embed" in res.stdout
 
 
@@ -61,20 +62,20 @@ def test_embed_is_delegated():
     (("verify", "--check-entries", "--no-check-entries", "x"), "cannot be used together"),
 ])
 def test_usage_errors(args, needle):
-    _one_error(run_cli("cli", *args), needle)
+    _one_error(run_cli("tool", *args), needle)
 
 
 def test_verify_require(tmp_path):
     pkg = _pkg(tmp_path, "gfx90a", "gfx906:xnack+")
-    ok = run_cli("cli", "verify", pkg, "--require=gfx90a:xnack+,gfx906:xnack+")
+    ok = run_cli("tool", "verify", pkg, "--require=gfx90a:xnack+,gfx906:xnack+")
     assert ok.returncode == 0 and ok.stdout.decode().startswith(f"{pkg}: ok")
-    assert run_cli("cli", "verify", "-q", pkg, "--require", "gfx90a").stdout == b""
-    bad = run_cli("cli", "verify", pkg, "--require=gfx908,gfx906:xnack-", "--require=gfx90a")
+    assert run_cli("tool", "verify", "-q", pkg, "--require", "gfx90a").stdout == b""
+    bad = run_cli("tool", "verify", pkg, "--require=gfx908,gfx906:xnack-", "--require=gfx90a")
     assert bad.returncode == 1
     assert bad.stdout.decode().splitlines() == [f"{pkg}: missing required arch 'gfx908'",
                                                 f"{pkg}: missing required arch 'gfx906:xnack-'"]
-    _one_error(run_cli("cli", "verify", pkg, "--require=gfx90a,,gfx906"), "empty arch")
-    _one_error(run_cli("cli", "verify", pkg, "--require=banana"), "unknown --require arch 'banana'")
+    _one_error(run_cli("tool", "verify", pkg, "--require=gfx90a,,gfx906"), "empty arch")
+    _one_error(run_cli("tool", "verify", pkg, "--require=banana"), "unknown --require arch 'banana'")
 
 
 def test_inspect_json_and_llvm_version(tmp_path):
@@ -82,11 +83,11 @@ def test_inspect_json_and_llvm_version(tmp_path):
     p.write_bytes(write_offload_binary(make_image(b"\x7fELF" + bytes(12), {"triple": "amdgcn-amd-amdhsa",
                                                                            "arch": "gfx90a"},
                                                   image_kind=1, offload_kind=3)))
-    (img,) = json.loads(run_cli("cli", "inspect", "--json", p).stdout)
+    (img,) = json.loads(run_cli("tool", "inspect", "--json", p).stdout)
     assert img["producer"] == "hip?" and img["producer_note"]
-    (img,) = json.loads(run_cli("cli", "inspect", "--json", "--llvm-version", "19", p).stdout)
+    (img,) = json.loads(run_cli("tool", "inspect", "--json", "--llvm-version", "19", p).stdout)
     assert img["producer"] == "hip"
-    (img,) = json.loads(run_cli("cli", "inspect", "--json", "--llvm-version=22", p).stdout)
+    (img,) = json.loads(run_cli("tool", "inspect", "--json", "--llvm-version=22", p).stdout)
     assert img["producer"] == "none"  # LLVM 22 reads value 3 as no single kind
 
 
@@ -102,7 +103,7 @@ def test_inspect_json_and_llvm_version(tmp_path):
 def test_corrupt_inputs_give_one_error_line(tmp_path, content, command):
     p = tmp_path / "bad.bin"
     p.write_bytes(content)
-    res = run_cli("cli", command, p)
+    res = run_cli("tool", command, p)
     _one_error(res)
     assert "internal error" not in res.stderr.decode(), res.stderr
     assert res.stdout == b""

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import need_tool, run
-from offload_tool.densemap import EXECUTION_SEED, DenseMap, dense_map_hash, dense_map_order, hash_value
-from offload_tool.offload_binary import read_offload_binaries
+from offload_tool.rules.densemap import EXECUTION_SEED, DenseMap, dense_map_hash, dense_map_order, hash_value
+from offload_tool.formats.offload_binary import read_offload_binaries
 
 
 def test_known_buckets_and_orders():

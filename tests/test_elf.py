@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import need_tool, run
-from offload_tool import elf
+from offload_tool.formats import elf
 from offload_tool.errors import ElfError, OffloadError
 
 C_SRC = r"""

@@ -11,10 +11,10 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from conftest import find_tool, need_tool, run, run_cli
-from offload_tool.embed import embed_offload_package
+from offload_tool.ops.embed import embed_offload_package
 from offload_tool.errors import OffloadError
-from offload_tool.extract import find_offload_images
-from offload_tool.offload_binary import OffloadImage, write_offload_binary
+from offload_tool.ops.extract import find_offload_images
+from offload_tool.formats.offload_binary import OffloadImage, write_offload_binary
 
 NV_BC = "--libomptarget-nvptx-bc-path=/usr/lib/llvm-19/lib"
 ROCM_LIBS = "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode"
@@ -182,7 +182,7 @@ def test_empty_relocatable_like_other_elf_kinds(ei_class, ei_data, machine):
     with the same class, byte order and machine; non-ELF references are an ElfError."""
     import struct
 
-    from offload_tool import elf as elf_mod
+    from offload_tool.formats import elf as elf_mod
     from offload_tool.errors import ElfError
 
     end = "<" if ei_data == 1 else ">"

@@ -11,8 +11,8 @@ from hypothesis import given, settings, strategies as st
 
 from conftest import find_tool, need_tool, run
 from offload_tool.errors import OffloadBinaryError, OffloadError
-from offload_tool.extract import file_kind, find_offload_images
-from offload_tool.offload_binary import (OffloadImage, objdump_image_kind_name, offload_kind_name,
+from offload_tool.ops.extract import file_kind, find_offload_images
+from offload_tool.formats.offload_binary import (OffloadImage, objdump_image_kind_name, offload_kind_name,
                                          write_offload_binary)
 
 NV_BC = "--libomptarget-nvptx-bc-path=/usr/lib/llvm-19/lib"
@@ -311,7 +311,7 @@ def test_llvm_objdump_alignment_scenario(tmp_path):
     """llvm-objdump Offloading/alignment.test: a package at a file offset that is not a multiple of
     8 still parses (LLVM copies it to aligned memory; we never depend on alignment)."""
     clang = need_tool("clang-19")
-    from offload_tool import elf
+    from offload_tool.formats import elf
 
     pkg = b"".join(write_offload_binary(OffloadImage(2, 1, 0, {"triple": "amdgcn-amd-amdhsa", "arch": a}, b"x" * 5))
                    for a in ("gfx908", "gfx90a"))
@@ -342,7 +342,7 @@ def test_llvm_objdump_content_failure_scenario(tmp_path):
     """llvm-objdump Offloading/content-failure.test: the section's offset is beyond the end of
     the file: one OffloadError, no crash."""
     clang = need_tool("clang-19")
-    from offload_tool import elf
+    from offload_tool.formats import elf
 
     pkg = write_offload_binary(OffloadImage(2, 1, 0, {"triple": "t", "arch": "a"}, b""))
     (tmp_path / "e.c").write_text("int x;\n")

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import offload_samples as samples
 from conftest import need_tool, run
-from offload_tool import fatbin
+from offload_tool.formats import fatbin
 from offload_tool.errors import FatbinError
-from offload_tool.fatbin import (FLAG_64BIT, FLAG_ARCH_SPECIFIC, FLAG_LINUX, FLAG_LZ4, FLAG_ZSTD, KIND_ELF, KIND_PTX,
+from offload_tool.formats.fatbin import (FLAG_64BIT, FLAG_ARCH_SPECIFIC, FLAG_LINUX, FLAG_LZ4, FLAG_ZSTD, KIND_ELF, KIND_PTX,
                                  FatbinEntry, lz4_block_decompress, make_entry, read_fatbin, read_fatbins,
                                  write_fatbin)
 

@@ -12,8 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import need_tool, run
-from offload_tool import archive, elf, hda, llvm_path, objbundle
-from offload_tool.bundle import BundleEntry, write_binary_bundle
+from offload_tool.formats import archive
+from offload_tool.formats import elf
+from offload_tool.ops import hda
+from offload_tool.rules import llvm_path
+from offload_tool.formats import objbundle
+from offload_tool.formats.bundle import BundleEntry, write_binary_bundle
 from offload_tool.errors import ArchiveError, BundleError, OffloadError
 
 HOST_C = "int host_fn(int x) { return x + 1; }\n"
@@ -36,7 +40,7 @@ def _llvm_unbundle(tmp, archive_path, targets, extra=()):
 
 
 def _ours(tmp, archive_path, targets, **kw):
-    from offload_tool.bundle_id import standardize
+    from offload_tool.rules.bundle_id import standardize
 
     outs = [tmp / f"ours-{i}.a" for i in range(len(targets))]
     hda.unbundle_archive(archive_path, [str(standardize(t)) for t in targets], outs, **kw)
@@ -318,7 +322,7 @@ _TARGET_POOL = ["hip-amdgcn-amd-amdhsa-gfx906", "hip-amdgcn-amd-amdhsa--gfx906:x
        flags=st.fixed_dictionaries({"allow": st.booleans(), "hipomp": st.booleans()}))
 def test_random_archives_match_llvm(tmp_path_factory, members, targets, flags):
     """Random binary-bundle members and target lists: the same archives (bytes) or the same error."""
-    from offload_tool.bundle_id import validate_bundler_targets
+    from offload_tool.rules.bundle_id import validate_bundler_targets
 
     need_tool("clang-offload-bundler-19")
     tmp = tmp_path_factory.mktemp("rand")

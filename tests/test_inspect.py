@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import offload_samples as samples
 from conftest import find_tool, need_tool, run, run_cli
-from offload_tool import fatbin
+from offload_tool.formats import fatbin
 from offload_tool.errors import OffloadError
-from offload_tool.inspector import AMBIGUOUS_PRODUCER, format_table, inspect_buffer, inspect_file
-from offload_tool.offload_binary import make_image, write_offload_binary
+from offload_tool.ops.inspector import AMBIGUOUS_PRODUCER, format_table, inspect_buffer, inspect_file
+from offload_tool.formats.offload_binary import make_image, write_offload_binary
 
 REQUIRED_FIELDS = {"path", "container", "producer", "triple", "arch", "image_kind", "size", "compressed", "sha256"}
 
@@ -36,7 +36,7 @@ def hip():
 
 
 def _json(*paths, extra=()) -> list[dict]:
-    res = run_cli("cli", "inspect", "--json", *extra, *paths)
+    res = run_cli("tool", "inspect", "--json", *extra, *paths)
     assert res.returncode == 0, res.stderr
     images = json.loads(res.stdout)
     for img in images:
@@ -230,7 +230,7 @@ def test_hip_producer_is_reported_as_ambiguous(hip):
             (theirs,) = [t for t in _objdump(objdump, path) if t["triple"] == "amdgcn-amd-amdhsa"]
             (ours,) = [i for i in _json(path, extra=[f"--llvm-version={version}"]) if i["triple"] == "amdgcn-amd-amdhsa"]
             assert ours["producer"] == theirs["producer"]
-    table = run_cli("cli", "inspect", path).stdout.decode()
+    table = run_cli("tool", "inspect", path).stdout.decode()
     assert "hip?" in table and "note: hip?:" in table
 
 
@@ -256,7 +256,7 @@ def test_archive_member_by_member(hip):
 
 def test_table_output(cuda):
     path = samples.need(cuda, "nvcc.fatbin")
-    res = run_cli("cli", "inspect", path)
+    res = run_cli("tool", "inspect", path)
     assert res.returncode == 0
     lines = res.stdout.decode().splitlines()
     assert lines[0].split() == ["PATH", "CONTAINER", "PRODUCER", "TRIPLE", "ARCH", "IMAGE_KIND", "SIZE", "COMPRESSED",
@@ -299,14 +299,14 @@ def test_truncated_real_inputs_give_one_error_line(cuda, tmp_path, name):
     for cut in (len(data) // 3, len(data) - 100):
         bad = tmp_path / f"cut{cut}_{name}"
         bad.write_bytes(data[:cut])
-        res = run_cli("cli", "inspect", bad)
+        res = run_cli("tool", "inspect", bad)
         err = res.stderr.decode().strip().splitlines()
         assert res.returncode == 1 and len(err) == 1 and err[0].startswith("offload-tool: error: "), res.stderr
         assert res.stdout == b""
 
 
 def test_missing_file_is_one_error_line(tmp_path):
-    res = run_cli("cli", "inspect", tmp_path / "nope.o")
+    res = run_cli("tool", "inspect", tmp_path / "nope.o")
     assert res.returncode == 1 and res.stderr.decode().count("\n") == 1 and b"nope.o" in res.stderr
 
 
@@ -328,8 +328,8 @@ def test_corruption_only_raises_offload_error(data):
 
 def test_split_hip_fatbin_bundles():
     import io
-    from offload_tool.bundle import BundleEntry, write_binary_bundle
-    from offload_tool.inspector import _split_bundles
+    from offload_tool.formats.bundle import BundleEntry, write_binary_bundle
+    from offload_tool.ops.inspector import _split_bundles
 
     def bundle(payload: bytes) -> bytes:
         f = io.BytesIO()

@@ -10,9 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import need_tool, run
-from offload_tool import elf, objbundle
+from offload_tool.formats import elf
+from offload_tool.formats import objbundle
 from offload_tool.errors import BundleFormatError, OffloadError
-from offload_tool.magic import is_object_file
+from offload_tool.formats.magic import is_object_file
 
 C_SRC = r"""
 int printf(const char *, ...);

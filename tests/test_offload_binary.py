@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from conftest import need_tool, run
 from offload_tool.errors import OffloadBinaryError
-from offload_tool.offload_binary import (
+from offload_tool.formats.offload_binary import (
     ENTRY, HEADER, IMG_BITCODE, IMG_CUBIN, IMG_NONE, IMG_OBJECT, IMG_PTX, OffloadImage, image_kind_for_file,
     image_kind_name, llvm_path_extension, objdump_image_kind_name, offload_kind_name, offload_kind_value,
     read_offload_binaries, read_offload_binary, string_table, write_offload_binary, write_offload_binary_to,
@@ -218,7 +218,7 @@ def test_hostile_string_table_is_bounded():
 
 
 def test_make_image():
-    from offload_tool.offload_binary import make_image
+    from offload_tool.formats.offload_binary import make_image
 
     strings = {"triple": "t", "arch": "a"}
     img = make_image(b"x", strings, image_kind=IMG_CUBIN, offload_kind=2, flags=5)

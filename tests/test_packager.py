@@ -11,8 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import need_tool, run, run_cli
-from offload_tool.offload_binary import OffloadImage, read_offload_binaries, write_offload_binary
-from offload_tool.packager import generated_name, main, parse_image_arguments
+from offload_tool.formats.offload_binary import OffloadImage, read_offload_binaries, write_offload_binary
+from offload_tool.cli.packager import main
+from offload_tool.ops.package import generated_name, parse_image_arguments
 
 NV_BC = "--libomptarget-nvptx-bc-path=/usr/lib/llvm-19/lib"
 

@@ -72,7 +72,7 @@ def _project(root) -> Project:
 
 def _inspect_archs(path) -> list[str]:
     """Archs of the device images in a file, per `offload-tool inspect --json`."""
-    cp = run_cli("cli", "inspect", "--json", str(path))
+    cp = run_cli("tool", "inspect", "--json", str(path))
     assert cp.returncode == 0, cp.stderr
     return sorted(d["arch"] for d in json.loads(cp.stdout))
 

@@ -145,7 +145,7 @@ def _run_and_verify(p: Project, programs=("app", "vadd")) -> None:
         if prog in expect:
             assert cp.stdout in (expect[prog], expect[prog].replace("host", "gpu")), (prog, cp.stdout)
     tool = console_script("offload-tool")
-    cmd = [tool] if tool else [sys.executable, "-m", "offload_tool.cli"]
+    cmd = [tool] if tool else [sys.executable, "-m", "offload_tool.cli.tool"]
     cp = subprocess.run([*cmd, "verify", *[str(p.root / prog) for prog in programs]],
                         capture_output=True, text=True, timeout=120, env=scons_env())
     assert cp.returncode == 0, cp.stdout + cp.stderr

@@ -98,7 +98,7 @@ def test_split_device_link_gives_the_wrappers_program(proj):
     proj.scons(archs)
     cp = proj.scons(archs, "split=0", "out=app_std")
     assert counts(cp)["DEVICELINK"] == 0 and counts(cp)["EMBED"] == 2
-    from offload_tool.extract import find_offload_images
+    from offload_tool.ops.extract import find_offload_images
 
     split, std = ([(f.image.strings["arch"], bytes(f.image.image))
                    for f in find_offload_images((proj.root / n).read_bytes(), n)] for n in ("app", "app_std"))
@@ -174,12 +174,12 @@ def test_recreated_source_keeps_host_and_device_consistent(proj):
             assert _entry_names(proj.root / f"src/{stem}.{arch}.o") == host, (stem, arch)
     assert _entry_names(proj.root / "src/kern.host.o") != before   # the inode really is in the names
     try:
-        import offload_tool.verify  # noqa: F401
+        import offload_tool.ops.verify  # noqa: F401
     except ImportError:
         pass
     else:
         from conftest import run_cli
-        cp = run_cli("cli", "verify", str(proj.root / "app"), "--require", "sm_75,sm_80")
+        cp = run_cli("tool", "verify", str(proj.root / "app"), "--require", "sm_75,sm_80")
         assert cp.returncode == 0, cp.stderr
     assert _run_app(proj) == "main 1.5 kern 4950\n"
 

@@ -103,7 +103,7 @@ def _needed_libs(path) -> list[str]:
 
 
 def _verify(path) -> None:
-    cp = run_cli("cli", "verify", str(path))
+    cp = run_cli("tool", "verify", str(path))
     assert cp.returncode == 0, (cp.stdout, cp.stderr)
 
 
@@ -289,7 +289,7 @@ def test_nvcc_in_a_mixed_environment(tmp_path):
     assert not any("--extended-lambda" in line for line in cp.stdout.splitlines() if "clang" in line)
     out = subprocess.run([str(p.root / "app")], capture_output=True, text=True, env=run_env(), timeout=60)
     assert out.returncode == 0 and "PASS" in out.stdout, out.stdout + out.stderr
-    cp = run_cli("cli", "inspect", "--json", str(p.root / "src" / "k.o"))
+    cp = run_cli("tool", "inspect", "--json", str(p.root / "src" / "k.o"))
     images = __import__("json").loads(cp.stdout)
     assert sorted((i["arch"], i["image_kind"]) for i in images) == [("sm_80", "cubin"), ("sm_80", "ptx")], images
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import need_tool, run
-from offload_tool.stringmap import StringMap, stringmap_hash, stringmap_order, xxh3_64
+from offload_tool.rules.stringmap import StringMap, stringmap_hash, stringmap_order, xxh3_64
 
 # XXH3_64bits(seed 0) of bytes((i*31+7) & 255 for i in range(n)), from libxxhash 0.8.1: one length
 # per code path (0, 1-3, 4-8, 9-16, 17-128, 129-240, long with partial and full 1 KiB blocks).
@@ -120,7 +120,7 @@ def _random_targets(rng: random.Random, n: int) -> list[str]:
 def test_list_order_matches_llvm(tmp_path):
     """Binary bundles with 3..40 entries (16, 32, 64 buckets): LLVM 19's -list order is our StringMap order."""
     exe = need_tool("clang-offload-bundler-19")
-    from offload_tool.bundle_id import standardize
+    from offload_tool.rules.bundle_id import standardize
 
     rng = random.Random(19)
     (tmp_path / "p").write_bytes(b"x")

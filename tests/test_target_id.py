@@ -1,4 +1,4 @@
-"""offload_tool.target_id against tables verified with the real clang 19/22 drivers, and those drivers."""
+"""offload_tool.rules.target_id against tables verified with the real clang 19/22 drivers, and those drivers."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from conftest import need_tool, run
 from offload_tool.errors import OffloadError, TargetIDError
-from offload_tool.target_id import (BAD_ARCH_COMBO_MSG, BAD_TARGET_ID_MSG, TargetID, allowed_features,
+from offload_tool.rules.target_id import (BAD_ARCH_COMBO_MSG, BAD_TARGET_ID_MSG, TargetID, allowed_features,
                                     canonical_offload_arch, canonical_processor, conflicting_target_ids,
                                     is_compatible_target_id, is_offload_arch_name, is_target_compatible_for_link,
                                     offload_arch_vendor, offload_triple, parse_target_id, parse_target_id_format)

@@ -1,4 +1,4 @@
-"""offload_tool.triple against tables verified with LLVM 19 and 22, and the real LLVM 19 tools."""
+"""offload_tool.rules.triple against tables verified with LLVM 19 and 22, and the real LLVM 19 tools."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import oracle_crashed, need_tool, run
-from offload_tool.triple import (KNOWN_ARCHS, is_compatible_with, is_valid_arch, normalize, parse_triple,
+from offload_tool.rules.triple import (KNOWN_ARCHS, is_compatible_with, is_valid_arch, normalize, parse_triple,
                                  split_triple4)
 
 # input -> normalize() (19 = 22)

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import offload_samples as samples
 from conftest import need_tool, run, run_cli
 from offload_tool.errors import OffloadError, TargetIDError, UsageError
-from offload_tool.offload_binary import make_image, write_offload_binary
-from offload_tool.verify import (OMP_ENTRY_PREFIX, arch_satisfied, host_offload_entries, image_has_symbol,
+from offload_tool.formats.offload_binary import make_image, write_offload_binary
+from offload_tool.ops.verify import (OMP_ENTRY_PREFIX, arch_satisfied, host_offload_entries, image_has_symbol,
                                  verify_buffer, verify_file)
 
 
@@ -118,7 +118,7 @@ def test_host_only_object_is_fine_by_default_but_not_with_check_entries(tmp_path
     assert verify_file(str(host)).ok
     res = verify_file(str(host), check_entries=True)
     assert res.ok and res.notes and "no OpenMP device images" in res.notes[0]
-    cli = run_cli("cli", "verify", "--check-entries", host)
+    cli = run_cli("tool", "verify", "--check-entries", host)
     assert cli.returncode == 1 and b"no OpenMP device images" in cli.stdout
 
 
@@ -131,7 +131,7 @@ def _make_fat(tmp: Path, host: Path, device: Path, arch: str, triple: str, out: 
     pkg = tmp / (out.stem + ".pkg")
     res = run([packager, "-o", pkg, f"--image=file={device},triple={triple},arch={arch},kind=openmp"])
     assert res.returncode == 0, res.stderr
-    res = run_cli("cli", "embed", host, pkg, "-o", out)
+    res = run_cli("tool", "embed", host, pkg, "-o", out)
     assert res.returncode == 0, res.stderr
     return out
 
@@ -165,13 +165,13 @@ def test_recreated_source_is_caught(tmp_path, arch, triple, flags):
     assert not res.ok
     assert sorted(name for name, _ in res.missing_entries) == sorted(host_names)
     # One line per (entry, image), naming both.
-    cli = run_cli("cli", "verify", bad)
+    cli = run_cli("tool", "verify", bad)
     assert cli.returncode == 1
     lines = cli.stdout.decode().splitlines()
     assert len(lines) == 2 and all("missing host offload entry '__omp_offloading_" in ln for ln in lines)
     assert all(".llvm.offloading[0]" in ln for ln in lines)
-    assert run_cli("cli", "verify", "-q", good).returncode == 0
-    assert run_cli("cli", "verify", "--no-check-entries", bad).returncode == 0
+    assert run_cli("tool", "verify", "-q", good).returncode == 0
+    assert run_cli("tool", "verify", "--no-check-entries", bad).returncode == 0
 
     # The same holds after linking into programs (clang-linker-wrapper keeps the host entries).
     link = [c19, "-fopenmp", f"--offload-arch={arch}", *flags]
@@ -216,7 +216,7 @@ def test_corrupt_entries_section_is_one_error(omp):
         host_offload_entries(bytes(data))
     bad = path.parent / "corrupt_entries.o"
     bad.write_bytes(bytes(data))
-    res = run_cli("cli", "verify", bad)
+    res = run_cli("tool", "verify", bad)
     assert res.returncode == 1
     err = res.stderr.decode().strip().splitlines()
     assert len(err) == 1 and err[0].startswith("offload-tool: error: ")

@@ -3,7 +3,7 @@
 Languages themselves are records in `_languages`; this module only knows archs.
 
 Validation runs when a builder is called, i.e. while the SConscripts are read, so a bad arch
-fails before anything is built. The canonical forms come from `offload_tool.target_id`, which
+fails before anything is built. The canonical forms come from `offload_tool.rules.target_id`, which
 mirrors clang's own rules (aliases, feature order, conflicts)."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def raw_archs(env) -> list[str]:
 def canonical_archs(env, llvm_version: int) -> list[str]:
     """OFFLOAD_ARCHS canonicalised and de-duplicated (first spelling wins, order kept); a
     `UserError` naming the bad arch, or the conflicting pair, otherwise."""
-    from offload_tool import target_id
+    from offload_tool.rules import target_id
 
     raw = tuple(raw_archs(env))
     key = (raw, llvm_version)
@@ -61,7 +61,7 @@ def canonical_archs(env, llvm_version: int) -> list[str]:
 def canonical_arch(arch: str, llvm_version: int, var: str) -> str:
     """One offload arch, canonical (`fiji` -> `gfx803`, features sorted); a `UserError` naming
     it and `var` otherwise. NVIDIA archs take no target features (clang refuses `sm_80:xnack+`)."""
-    from offload_tool import target_id
+    from offload_tool.rules import target_id
 
     try:
         canon = target_id.canonical_offload_arch(arch, llvm_version=llvm_version)
@@ -80,7 +80,7 @@ def canonical_arch(arch: str, llvm_version: int, var: str) -> str:
 
 def is_offload_arch_file_part(part: str) -> bool:
     """True when `part` is an offload arch as `file_safe` writes it (`sm_80`, `gfx90a_xnack+`)."""
-    from offload_tool import target_id
+    from offload_tool.rules import target_id
 
     arch = part.replace("_", ":")
     if arch.startswith("sm:"):
@@ -92,12 +92,12 @@ def is_offload_arch_file_part(part: str) -> bool:
 
 
 def vendor(arch: str) -> str:
-    from offload_tool import target_id
+    from offload_tool.rules import target_id
     return target_id.offload_arch_vendor(arch)
 
 
 def triple(arch: str) -> str:
-    from offload_tool import target_id
+    from offload_tool.rules import target_id
     return target_id.offload_triple(arch)
 
 

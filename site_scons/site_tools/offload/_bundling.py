@@ -2,7 +2,7 @@
 
     OffloadBundle, OffloadUnbundle, OffloadUnbundleArchive, OffloadManifest
 
-Each runs one of the library's CLIs as a command (`$OFFLOAD_PYTHON -m offload_tool.<cli>`), so it
+Each runs one of the library's CLIs as a command (`$OFFLOAD_PYTHON -m offload_tool.cli.<cli>`), so it
 signs, caches and parallelises like any other command."""
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ from ._archs import file_safe
 from ._builders import LIBRARY_VARS, PY, action, builder, canonical, node, nodes, settings
 
 COMMANDS = {
-    "OFFLOAD_BUNDLECOM": f"{PY} -m offload_tool.bundler -type=$_OFFLOAD_BUNDLETYPE $_OFFLOAD_COMPRESSFLAG "
+    "OFFLOAD_BUNDLECOM": f"{PY} -m offload_tool.cli.bundler -type=$_OFFLOAD_BUNDLETYPE $_OFFLOAD_COMPRESSFLAG "
                          '-targets=$_OFFLOAD_BUNDLETARGETS $_OFFLOAD_INPUTFLAGS '
                          "-output=$TARGET $OFFLOAD_BUNDLERFLAGS",
-    "OFFLOAD_UNBUNDLECOM": f"{PY} -m offload_tool.bundler -unbundle -type=$_OFFLOAD_BUNDLETYPE "
+    "OFFLOAD_UNBUNDLECOM": f"{PY} -m offload_tool.cli.bundler -unbundle -type=$_OFFLOAD_BUNDLETYPE "
                            '-targets=$_OFFLOAD_BUNDLETARGETS -input=$SOURCE '
                            '$_OFFLOAD_OUTPUTFLAGS $OFFLOAD_BUNDLERFLAGS',
-    "OFFLOAD_UNBUNDLEARCHIVECOM": f"{PY} -m offload_tool.bundler -unbundle -type=a -allow-missing-bundles "
+    "OFFLOAD_UNBUNDLEARCHIVECOM": f"{PY} -m offload_tool.cli.bundler -unbundle -type=a -allow-missing-bundles "
                                   '-targets=$_OFFLOAD_BUNDLETARGETS -input=$SOURCE '
                                   '$_OFFLOAD_OUTPUTFLAGS $OFFLOAD_BUNDLERFLAGS',
-    "OFFLOAD_MANIFESTCOM": f"$_OFFLOAD_VERIFY_CMDS {PY} -m offload_tool.cli inspect --json "
+    "OFFLOAD_MANIFESTCOM": f"$_OFFLOAD_VERIFY_CMDS {PY} -m offload_tool.cli.tool inspect --json "
                            "$_OFFLOAD_LLVMVERSIONFLAG $SOURCES > ${TARGET}.tmp && mv ${TARGET}.tmp $TARGET",
 }
 

@@ -35,11 +35,11 @@ COMMANDS = {
     # nvcc: its own flags ($OFFLOAD_NVCCFLAGS); the host compiler's through -Xcompiler.
     "OFFLOAD_NVCCCOM": f"{LAUNCH} $OFFLOAD_NVCC -c -o $TARGET $_OFFLOAD_NVCC_GENCODE $OFFLOAD_NVCCFLAGS "
                        "$_OFFLOAD_NVCC_HOSTFLAGS $_CCCOMCOM $SOURCE",
-    "OFFLOAD_HIPFBCOM": f"{PY} -m offload_tool.bundler -type=o -bundle-align=4096 $_OFFLOAD_COMPRESSFLAG "
+    "OFFLOAD_HIPFBCOM": f"{PY} -m offload_tool.cli.bundler -type=o -bundle-align=4096 $_OFFLOAD_COMPRESSFLAG "
                         "-targets=$_OFFLOAD_HIPFB_TARGETS -input=/dev/null "
                         '$_OFFLOAD_INPUTFLAGS -output=$TARGET',
-    "OFFLOAD_PACKAGECOM": f"{PY} -m offload_tool.packager $_OFFLOAD_PACKAGERFLAGS -o $TARGET $_OFFLOAD_IMAGES",
-    "OFFLOAD_EMBEDCOM": f"{PY} -m offload_tool.embed ${{SOURCES[0]}} ${{SOURCES[1:]}} -o $TARGET",
+    "OFFLOAD_PACKAGECOM": f"{PY} -m offload_tool.cli.packager $_OFFLOAD_PACKAGERFLAGS -o $TARGET $_OFFLOAD_IMAGES",
+    "OFFLOAD_EMBEDCOM": f"{PY} -m offload_tool.cli.embed ${{SOURCES[0]}} ${{SOURCES[1:]}} -o $TARGET",
     "OFFLOAD_PACKAGEEMBEDCOM": f"$( $OFFLOAD_PYTHON {PACKAGE_EMBED} $) ${{TARGETS[0]}} ${{TARGETS[1]}} "
                                "${SOURCES[0]} $_OFFLOAD_PACKAGERFLAGS $_OFFLOAD_EMBED_IMAGES",
 }

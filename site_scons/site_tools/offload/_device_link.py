@@ -43,10 +43,13 @@ def main(argv: list[str]) -> int:
     if not images:
         sys.stderr.write("offload device link: no images\n")
         return 1
-    from offload_tool import embed, packager, target_id
-    from offload_tool.command_line import run_command
+    from offload_tool.cli import embed as embed_cli
+    from offload_tool.cli import packager as packager_cli
+    from offload_tool.ops import embed, package as package_ops
+    from offload_tool.rules import target_id
+    from offload_tool.cli.command_line import run_command
 
-    image_specs = [packager.parse_image_arguments(i[len("--image="):]) for i in images]
+    image_specs = [package_ops.parse_image_arguments(i[len("--image="):]) for i in images]
     triples = {args["triple"] if "triple" in args else None for args in image_specs}
     if len(triples) != 1 or None in triples:
         sys.stderr.write(f"offload device link: images of one triple expected, got {sorted(map(str, triples))}\n")
@@ -56,10 +59,10 @@ def main(argv: list[str]) -> int:
     os.makedirs(work)
     try:
         package, carrier = os.path.join(work, "images.pkg"), os.path.join(work, "carrier.o")
-        rc = run_command(packager.PROG, lambda: packager.write_package(image_specs, package))
+        rc = run_command(packager_cli.PROG, lambda: package_ops.write_package(image_specs, package))
         if rc:
             return rc
-        rc = run_command(embed.PROG, lambda: embed.embed_files(ref, [package], carrier, empty_host=True))
+        rc = run_command(embed_cli.PROG, lambda: embed.embed_files(ref, [package], carrier, empty_host=True))
         if rc:
             return rc
         try:
@@ -101,5 +104,5 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    from offload_tool.command_line import run_command
+    from offload_tool.cli.command_line import run_command
     sys.exit(run_command("offload device link", lambda: main(sys.argv[1:])))

@@ -28,7 +28,7 @@ def _archive_has_device_code(path: str) -> bool:
         return True
     key = (path, st.st_ino, st.st_mtime_ns, st.st_size)
     if key not in _ARCHIVE_MEMO:
-        from offload_tool import inspector
+        from offload_tool.ops import inspector
         from offload_tool.errors import OffloadError
         try:
             _ARCHIVE_MEMO[key] = bool(inspector.inspect_file(path, keep_data=False))

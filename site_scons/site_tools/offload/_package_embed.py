@@ -1,6 +1,6 @@
 """`python _package_embed.py [--empty-host] PACKAGE FAT HOST [packager options]`: package the
 images, then embed the package, in one process, through the library's functions
-(`packager.write_package`, `embed.embed_files`).
+(`package_ops.write_package`, `embed.embed_files`).
 
 OffloadObject's package and fat object are two targets of one action: one Python start-up per
 source instead of two (~0.15 s of CPU each, a tenth of a source's whole build with 4 archs), or
@@ -21,18 +21,20 @@ def main(argv: list[str]) -> int:
         sys.stderr.write("usage: _package_embed.py [--empty-host] PACKAGE FAT HOST [packager options]\n")
         return 1
     package, fat, host, *options = argv
-    from offload_tool import embed, packager
-    from offload_tool.command_line import run_command
+    from offload_tool.cli import embed as embed_cli
+    from offload_tool.cli import packager as packager_cli
+    from offload_tool.ops import embed, package as package_ops
+    from offload_tool.cli.command_line import run_command
 
-    def write_package() -> None:
-        opts = packager.PARSER.parse(options)
-        images = [packager.parse_image_arguments(i) for i in opts.values["image"]]
-        packager.write_package(images, package, llvm_version=packager.llvm_version_option(opts.last("llvm-version")))
+    def package_images() -> None:
+        opts = packager_cli.PARSER.parse(options)
+        images = [package_ops.parse_image_arguments(i) for i in opts.values["image"]]
+        package_ops.write_package(images, package, llvm_version=packager_cli.llvm_version_option(opts.last("llvm-version")))
 
-    rc = run_command(packager.PROG, write_package)
+    rc = run_command(packager_cli.PROG, package_images)
     if rc:
         return rc
-    rc = run_command(embed.PROG, lambda: embed.embed_files(host, [package], fat, empty_host=empty_host))
+    rc = run_command(embed_cli.PROG, lambda: embed.embed_files(host, [package], fat, empty_host=empty_host))
     if rc:
         # One action, two targets: a failed embed leaves neither (as a failed command leaves none).
         try:
@@ -43,5 +45,5 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    from offload_tool.command_line import run_command
+    from offload_tool.cli.command_line import run_command
     sys.exit(run_command("offload-packager", lambda: main(sys.argv[1:])))

@@ -31,7 +31,7 @@ def generate(env, **kw) -> None:
         commands.update(m.COMMANDS)
         comstrs.update(m.COMSTRS)
     _variables.set_defaults(env, commands, comstrs)
-    # Library CLIs run as `$OFFLOAD_PYTHON -m offload_tool.<cli>`: make the library importable in
+    # Library CLIs run as `$OFFLOAD_PYTHON -m offload_tool.cli.<cli>`: make the library importable in
     # the action's environment even when it is used from a checkout rather than installed.
     libdir = _library_pythonpath()
     env["ENV"] = dict(env["ENV"])

@@ -261,7 +261,7 @@ def _verify_cmds(target, source, env, for_signature):
     req = ",".join(SCons.Util.flatten(require)) if require else ""
     if not env.get("OFFLOAD_VERIFY", True) and not req:
         return ""
-    c = "$( $OFFLOAD_PYTHON $) -m offload_tool.cli verify -q " + " ".join(s.get_path() for s in source)
+    c = "$( $OFFLOAD_PYTHON $) -m offload_tool.cli.tool verify -q " + " ".join(s.get_path() for s in source)
     if req:
         c += " --require=" + req
     return c + " &&"

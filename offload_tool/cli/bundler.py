@@ -11,7 +11,7 @@ import os
 import sys
 
 from .command_line import ArgumentParser, Option, run_command
-from .errors import UsageError
+from ..errors import UsageError
 
 PROG = "offload-bundler"
 VERSION = "0.1.0"
@@ -116,7 +116,7 @@ def run(argv: list[str], env=os.environ) -> int:
         sys.stderr.write(f"{PROG}: warning: -outputs is deprecated, use -output instead\n")
         outputs += values["outputs"]
 
-    from . import bundler_api
+    from ..ops import bundler_api
 
     verbose = flags.get("verbose") if "verbose" in flags else None
     compress = flags.get("compress") if "compress" in flags else None

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import BinaryIO, Iterable, Sequence
 
-from .errors import BundleFormatError, UsageError
+from ..errors import BundleFormatError, UsageError
 from .layout import Layout
 from .magic import BUNDLE_MAGIC, FileKind, identify
 
@@ -105,7 +105,7 @@ def read_binary_bundle(buf) -> list[BundleEntry]:
 def stringmap_entries(entries: Sequence[BundleEntry]) -> list[BundleEntry]:
     """Entries as LLVM 19's binary handler iterates them: StringMap order, a duplicate ID keeping the last
     payload (StringMap assignment)."""
-    from .stringmap import StringMap
+    from ..rules.stringmap import StringMap
 
     m: StringMap[BundleEntry] = StringMap()
     for e in entries:

@@ -48,11 +48,11 @@ import re
 import struct
 from dataclasses import dataclass, field
 
-from .bitcode import bitcode_symbols
-from .elf import open_elffile
-from .errors import ElfError, OffloadError, UsageError
+from ..formats.bitcode import bitcode_symbols
+from ..formats.elf import open_elffile
+from ..errors import ElfError, OffloadError, UsageError
 from .inspector import DeviceImage, inspect_buffer, with_file_name
-from .magic import FileKind, identify
+from ..formats.magic import FileKind, identify
 
 __all__ = ["VerifyResult", "HostEntry", "verify_buffer", "verify_file", "host_offload_entries",
            "device_symbol_names", "image_has_symbol", "arch_satisfied", "OMP_ENTRY_PREFIX", "ENTRY_SECTIONS"]
@@ -108,7 +108,7 @@ class VerifyResult:
 
 def _vendor(arch: str) -> str | None:
     """'amd' or 'nvidia' for an arch or target ID known to LLVM 19 or 22, else None."""
-    from .target_id import offload_arch_vendor
+    from ..rules.target_id import offload_arch_vendor
     for version in (22, 19):
         try:
             vendor = offload_arch_vendor(arch, version)
@@ -121,7 +121,7 @@ def _vendor(arch: str) -> str | None:
 
 def _canonical_amd(target_id: str) -> str:
     """`canonical_offload_arch` of LLVM 22, else 19 (aliases resolved, features in canonical order)."""
-    from .target_id import canonical_offload_arch
+    from ..rules.target_id import canonical_offload_arch
     try:
         return canonical_offload_arch(target_id, 22, offload_kind="hip")
     except OffloadError:
@@ -135,7 +135,7 @@ def arch_satisfied(provided: str, requested: str, image_kind: str = "") -> bool:
     if _vendor(requested) == "amd":
         if _vendor(provided) != "amd":
             return False
-        from .target_id import is_compatible_target_id
+        from ..rules.target_id import is_compatible_target_id
         try:
             return is_compatible_target_id(_canonical_amd(provided), _canonical_amd(requested))
         except OffloadError:
@@ -332,7 +332,7 @@ def _host_objects(buf, name: str, depth: int = 0):
     if kind is FileKind.ELF:
         yield name, buf
     elif kind is FileKind.ARCHIVE and depth < 8:
-        from .archive import read_archive
+        from ..formats.archive import read_archive
         for m in read_archive(buf):
             yield from _host_objects(m.data, f"{name}({m.name})", depth + 1)
 
@@ -379,7 +379,7 @@ def verify_buffer(buf, name: str, *, require: list[str] = (), check_entries: boo
 
 def verify_file(path: str, *, require: list[str] = (), check_entries: bool | None = None,
                 llvm_version: int | None = None) -> VerifyResult:
-    from .fileio import open_input
+    from ..fileio import open_input
     with open_input(path) as buf:
         result = verify_buffer(buf, str(path), require=require, check_entries=check_entries,
                                llvm_version=llvm_version)

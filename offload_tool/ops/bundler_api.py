@@ -15,14 +15,14 @@ import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
-from .bundle import (BundleEntry, bundle_chunks, bundle_size, read_binary_bundle, read_text_bundle,
+from ..formats.bundle import (BundleEntry, bundle_chunks, bundle_size, read_binary_bundle, read_text_bundle,
                      stringmap_entries)
-from .errors import BundleError, BundleFormatError, CompressionError, OffloadError, UsageError
-from .fileio import atomic_output, open_input
-from .magic import FileKind, bundle_handler, identify, is_object_file, text_bundle_type
+from ..errors import BundleError, BundleFormatError, CompressionError, OffloadError, UsageError
+from ..fileio import atomic_output, open_input
+from ..formats.magic import FileKind, bundle_handler, identify, is_object_file, text_bundle_type
 
 if TYPE_CHECKING:  # ccob (hashlib, zlib) is imported only when a bundle is compressed
-    from .ccob import CompressionInfo
+    from ..formats.ccob import CompressionInfo
 
 __all__ = ["Bundle", "BundlerConfig", "bundle", "unbundle", "list_bundle_ids", "read_bundle",
            "bundler_config", "plan_unbundle"]
@@ -83,7 +83,7 @@ def bundler_config(*, verbose: bool | None = None, compress: bool | str | None =
                 cfg.log(f"Warning: Invalid value for OFFLOAD_BUNDLER_COMPRESSION_LEVEL: {raw}. Ignoring it.\n")
             else:
                 cfg.compression_level = level
-        from .ccob import env_format_version
+        from ..formats.ccob import env_format_version
 
         cfg.format_version = env_format_version(env, cfg.log)
     if verbose is not None:
@@ -125,7 +125,7 @@ def _maybe_decompress(buf, cfg: BundlerConfig, prefix: str = "Failed to decompre
 
     With `defer`, returns (data, info, finish): the MD5 is checked in the background and `finish()`
     must be called (it raises on a mismatch) before any output is committed."""
-    from .ccob import decompress_deferred, is_compressed
+    from ..formats.ccob import decompress_deferred, is_compressed
 
     if not is_compressed(buf):
         if cfg.verbose and len(buf) >= 20:
@@ -153,7 +153,7 @@ def _read_entries(kind: str, buf, files_type: str) -> list[BundleEntry]:
         return read_text_bundle(buf, files_type)
     if kind == "binary":
         return read_binary_bundle(buf)
-    from .objbundle import read_object_bundle
+    from ..formats.objbundle import read_object_bundle
 
     return read_object_bundle(buf)
 
@@ -247,11 +247,11 @@ def _write(output, kind: str, files_type: str, entries: Sequence[BundleEntry], c
     with atomic_output(output) as out:
         if kind == "object":
             # LLVM compresses nothing here (objcopy overwrites the compressed buffer).
-            from .objbundle import write_object_bundle
+            from ..formats.objbundle import write_object_bundle
 
             write_object_bundle(host_object, [(e.bundle_entry_id, e.data) for e in entries], out)
         elif cfg.compress:
-            from .ccob import compress_chunks
+            from ..formats.ccob import compress_chunks
 
             compress_chunks(_read_slices(bundle_chunks(entries, files_type, bundle_align), file_slices or {}),
                             bundle_size(entries, files_type, bundle_align), out,
@@ -269,7 +269,7 @@ def bundle(files_type: str, targets: list[str], inputs: list[str], output: str, 
     LLVM 19 for uncompressed binary and text bundles. `compress` may also name the method ("zstd",
     "zlib"). `hip_openmp_compatible` only matters when unbundling (accepted for symmetry with the CLI).
     Raises an `OffloadError` subclass."""
-    from .bundle_id import validate_bundler_targets
+    from ..rules.bundle_id import validate_bundler_targets
 
     if files_type == "a":
         raise UsageError("Archive files are only supported for unbundling")
@@ -367,8 +367,8 @@ def plan_unbundle(entries: list[BundleEntry], targets: list[str], *, hip_openmp_
     """Which entry each target receives, by LLVM 19's rule: for each entry in handler order the first
     compatible target in the worklist's StringMap order takes it. Returns ({target index: entry},
     indices of targets left without one). Duplicated standardized targets: the last one is used."""
-    from .bundle_id import is_code_object_compatible
-    from .stringmap import StringMap
+    from ..rules.bundle_id import is_code_object_compatible
+    from ..rules.stringmap import StringMap
 
     worklist: StringMap[int] = StringMap()
     for n, t in enumerate(targets):
@@ -392,7 +392,7 @@ def unbundle(files_type: str, targets: list[str], input: str | os.PathLike, outp
     """`clang-offload-bundler -unbundle`: write each target's entry to its output (LLVM 19's matching,
     messages and empty-output rules). `-type=a` goes to archive unbundling. All outputs are
     written to temporary files and renamed only when every one is complete."""
-    from .bundle_id import parse_bundle_entry_id, validate_bundler_targets
+    from ..rules.bundle_id import parse_bundle_entry_id, validate_bundler_targets
 
     if len(outputs) != len(targets):
         raise UsageError("number of output files and targets should match in unbundling mode")

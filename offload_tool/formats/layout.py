@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from collections import namedtuple
 
-from .errors import OffloadError
+from ..errors import OffloadError
 
 __all__ = ["Layout", "field_error"]
 

@@ -7,19 +7,16 @@ re-embedded without recompiling the host code.  The section matches clang's: typ
 
 from __future__ import annotations
 
-import sys
 from contextlib import ExitStack
 from typing import BinaryIO
 
-from .command_line import ArgumentParser, Option, run_command
-from .errors import ElfError, OffloadBinaryError, UsageError
-from .fileio import atomic_output, open_input
-from .offload_binary import OFFLOADING_SECTION, read_offload_binaries
+from ..errors import ElfError, OffloadBinaryError, UsageError
+from ..fileio import atomic_output, open_input
+from ..formats.offload_binary import OFFLOADING_SECTION, read_offload_binaries
 
-__all__ = ["embed_offload_package", "embed_files", "run", "main", "PROG", "OFFLOADING_SECTION", "SECTION_ALIGN"]
+__all__ = ["embed_offload_package", "embed_files", "OFFLOADING_SECTION", "SECTION_ALIGN"]
 
 SECTION_ALIGN = 8
-PROG = "offload-embed"
 
 
 def _check_package(package) -> None:
@@ -38,7 +35,7 @@ def embed_offload_package(host_object, package, out: BinaryIO) -> None:
     `package` must be one or more OffloadBinaries back to back (what `offload-packager -o` writes).
     A host object that already carries offload images is refused: the linker wrapper would link
     both sets, which is never what a build step that embeds "the" package means."""
-    from . import elf
+    from ..formats import elf
 
     if not elf.is_elf(host_object):
         raise ElfError("host object is not an ELF file")
@@ -67,48 +64,8 @@ def embed_files(host_path: str, package_paths: list[str], output: str, *, empty_
         package = views[0] if len(views) == 1 else b"".join(views)
         host = stack.enter_context(open_input(host_path))
         if empty_host:
-            from . import elf
+            from ..formats import elf
 
             host = elf.empty_relocatable_like(host)
         with atomic_output(output) as out:
             embed_offload_package(host, package, out)
-
-
-USAGE = """usage: {prog} [--empty-host] HOST.o PACKAGE [PACKAGE...] -o OUT.o
-
-Add PACKAGE (OffloadBinaries, e.g. from offload-packager -o) to the ELF relocatable object HOST.o
-as its .llvm.offloading section (SHT_LLVM_OFFLOADING, SHF_EXCLUDE, align 8) and write OUT.o.
-Several packages are concatenated in the order given.
-
-  --empty-host   put the packages in an empty object of HOST.o's ELF class and machine
-                 instead (a carrier of device images without host code)
-"""
-
-
-_OPTIONS = [Option("empty-host"), Option("h"), Option("help"), Option("o", value=True, dest="output"),
-            Option("output", value=True)]
-
-
-def run(argv: list[str], prog: str = PROG) -> int:
-    """The embed command line (`prog` names the command in messages)."""
-    opts = ArgumentParser(prog, _OPTIONS).parse(argv)
-    if opts.flag("h", "help"):
-        sys.stdout.write(USAGE.format(prog=prog))
-        return 0
-    output = opts.last("output")
-    if output is None:
-        raise UsageError("no output file given (-o OUT.o)")
-    if len(opts.positionals) < 2:
-        raise UsageError("expected a host object and at least one package")
-    embed_files(opts.positionals[0], opts.positionals[1:], output, empty_host=opts.flag("empty-host"))
-    return 0
-
-
-def main(argv: list[str] | None = None, prog: str = PROG) -> int:
-    """`python -m offload_tool.embed HOST.o PACKAGE -o OUT.o`"""
-    argv = sys.argv[1:] if argv is None else list(argv)
-    return run_command(prog, lambda: run(argv, prog))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

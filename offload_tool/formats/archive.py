@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from typing import BinaryIO, Sequence
 
 from .bitcode import bitcode_symbols
-from .errors import ArchiveError
-from .fileio import byte_view
+from ..errors import ArchiveError
+from ..fileio import byte_view
 from .layout import Layout
 from .magic import AR_MAGIC, FileKind, identify
 
@@ -165,7 +165,7 @@ EM_ARM, EM_AARCH64, EM_RISCV, EM_CSKY = 40, 183, 243, 252
 
 def _elf_symbols(data) -> list[bytes]:
     from . import elf
-    from .errors import ElfError
+    from ..errors import ElfError
 
     try:
         e = elf._Elf(data)

@@ -1,10 +1,7 @@
-"""`offload-packager`: a drop-in for `clang-offload-packager` 19 (renamed `llvm-offload-binary` in 22).
-
-    offload-packager -o OUT --image=file=F,triple=T[,arch=A,kind=K,key=value...] ...   # package
-    offload-packager IN --image=key=value,... [--archive]                               # extract
+"""Offload packages (what `clang-offload-packager` 19 does): package images, extract images.
 
 Packaging writes what LLVM writes, byte for byte: string entries in `DenseMap` order
-(`densemap.py`), producer kinds in the numbering of `--llvm-version` (19: HIP = 3; 22: HIP = 4).
+(`rules/densemap.py`), producer kinds in the numbering of `--llvm-version` (19: HIP = 3; 22: HIP = 4).
 Extraction selects images as LLVM does; names built from image metadata (no `file=`) follow
 LLVM 19's pattern `<stem>-<triple>-<arch>.<idx>.<kind>` but are sanitized so they can never leave
 the current directory (LLVM would happily write `../../x`); a warning says when that happens."""
@@ -12,59 +9,32 @@ the current directory (LLVM would happily write `../../x`); a warning says when 
 from __future__ import annotations
 
 import os
-import sys
 from contextlib import ExitStack
 from typing import Mapping, Sequence
 
-from . import __version__, llvm_path
-from .command_line import ArgumentParser, Option, llvm_version_argument, run_command
-from .densemap import DenseMap
-from .errors import OffloadError, UsageError
+from ..errors import OffloadError, UsageError
+from ..fileio import atomic_output, open_input, safe_join, sanitize_name
+from ..formats.offload_binary import (DEFAULT_LLVM_VERSION, OffloadImage, image_kind_for_file,
+                                      image_kind_name, offload_kind_value, write_offload_binary_to)
+from ..rules import llvm_path
+from ..rules.densemap import DenseMap
 from .extract import FoundImage, find_offload_images
-from .fileio import atomic_output, open_input, safe_join, sanitize_name
-from .offload_binary import (DEFAULT_LLVM_VERSION, OffloadImage, image_kind_for_file,
-                             image_kind_name, offload_kind_value, write_offload_binary_to)
 
-__all__ = ["main", "run", "parse_image_arguments", "write_package", "llvm_version_option", "bundle_images",
-           "unbundle_images", "generated_name", "PROG", "PARSER"]
+__all__ = ["parse_image_arguments", "write_package", "bundle_images", "unbundle_images", "generated_name",
+           "Warnings"]
 
-PROG = "offload-packager"
-LLVM_RELEASE = {19: "19.1.7", 20: "20.1", 22: "22.1.8"}
+class Warnings:
+    """Collects the warnings of an extraction so callers can see them; `report`, when given, is
+    also called with each one (the CLI prints it to stderr)."""
 
-HELP = f"""OVERVIEW: A utility for bundling several object files into a single binary.
-The output binary can then be embedded into the host section table
-to create a fatbinary containing offloading code.
-
-USAGE: {PROG} [options] Extract from <file>.
-
-OPTIONS:
-
-Generic Options:
-
-  --help                      - Display available options (--help-hidden for more)
-  --help-list                 - Display list of available options (--help-list-hidden for more)
-  --version                   - Display the version of this program
-
-{PROG} options:
-
-  --archive                   - Write extracted files to a static archive
-  --image=<<key>=<value>,...> - List of key and value arguments. Required keywords are 'file' and 'triple'.
-  --llvm-version=<N>          - Offload kind numbering of LLVM N (19: hip=3, 22: hip=4; default 19).
-  -o <file>                   - Write output to <file>.
-"""
-
-
-class _Warn:
-    """Collects warnings so tests and callers can see them; the CLI prints them to stderr."""
-
-    def __init__(self, stream=None) -> None:
-        self.stream = stream
+    def __init__(self, report=None) -> None:
+        self.report = report
         self.messages: list[str] = []
 
     def __call__(self, msg: str) -> None:
         self.messages.append(msg)
-        if self.stream is not None:
-            print(f"{PROG}: warning: {msg}", file=self.stream)
+        if self.report is not None:
+            self.report(msg)
 
 
 def parse_image_arguments(image: str) -> DenseMap:
@@ -159,7 +129,7 @@ def unbundle_images(input_file: str, images: list[str], *, archive: bool = False
 
     Everything is planned (and every request checked) before the first file is written, and
     each file is written atomically; if writing fails, files this call created are removed."""
-    warn = warn or _Warn()
+    warn = warn or Warnings()
     with open_input(input_file) as buf:
         found = find_offload_images(buf, input_file, llvm_version=llvm_version)
         plan: list[tuple[str, str, object]] = []  # (path, "archive" | "image", members or image)
@@ -197,7 +167,7 @@ def _write_plan(plan: list[tuple[str, str, object]]) -> list[str]:
             existed = os.path.lexists(path)
             with atomic_output(path) as out:
                 if what == "archive":
-                    from .archive import write_archive  # only archive output needs it
+                    from ..formats.archive import write_archive  # only archive output needs it
 
                     write_archive([(n, bytes(d)) for n, d in payload], out, symtab=True)
                 else:
@@ -213,51 +183,3 @@ def _write_plan(plan: list[tuple[str, str, object]]) -> list[str]:
                 pass
         raise
     return written
-
-
-# --------------------------------------------------------------------------------------------
-# Command line (llvm::cl conventions: `-x` and `--x`, `--x=v` or `--x v`, last `-o` wins)
-
-
-PARSER = ArgumentParser(PROG, [Option("o", value=True), Option("image", value=True), Option("llvm-version", value=True),
-                              Option("archive"), Option("help"), Option("help-list"), Option("help-hidden"),
-                              Option("help-list-hidden"), Option("version")],
-                        style="llvm", max_positionals=1)
-
-
-def llvm_version_option(text: str | None) -> int:
-    """The packager's `--llvm-version` (LLVM's wording for a bad value; default 19)."""
-    version = llvm_version_argument(text, "llvm")
-    return DEFAULT_LLVM_VERSION if version is None else version
-
-
-def run(argv: list[str]) -> int:
-    """The packager's command line: package (`-o`) or extract (an input file)."""
-    opts = PARSER.parse(argv)
-    llvm_version = llvm_version_option(opts.last("llvm-version"))
-    if opts.flag("help", "help-list", "help-hidden", "help-list-hidden"):
-        sys.stdout.write(HELP)
-        return 0
-    if opts.flag("version"):
-        release = LLVM_RELEASE.get(llvm_version, str(llvm_version))
-        sys.stdout.write(f"{PROG} (offload-tool {__version__}) compatible with clang-offload-packager {release}\n")
-        return 0
-    input_file = opts.positionals[0] if opts.positionals else None
-    output = opts.last("o")
-    if input_file is not None and output is not None:
-        raise UsageError("Packaging to an output file and extracting from an input file are mutually exclusive.")
-    if output is not None:
-        bundle_images(opts.values["image"], output, llvm_version=llvm_version)
-    elif input_file is not None:
-        unbundle_images(input_file, opts.values["image"], archive=opts.flag("archive"), llvm_version=llvm_version,
-                        warn=_Warn(sys.stderr))
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    return run_command(PROG, lambda: run(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -126,7 +126,7 @@ def is_object_file(buf) -> bool:
     kind = identify(buf)
     if kind is FileKind.ELF:
         from . import elf
-        from .errors import ElfError
+        from ..errors import ElfError
 
         try:
             elf.read_sections(buf)

@@ -17,7 +17,7 @@ import zlib
 from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterable
 
-from .errors import CompressionError, UsageError
+from ..errors import CompressionError, UsageError
 from .layout import Layout
 from .magic import CCOB_MAGIC, FileKind, identify
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import BinaryIO, Sequence
 
 from . import elf
-from .errors import BundleFormatError
+from ..errors import BundleFormatError
 from .magic import BUNDLE_MAGIC
 
 __all__ = ["OFFLOAD_BUNDLE_MAGIC", "HOST_MARKER", "is_bundle_section_name", "bundle_entry_id_of",

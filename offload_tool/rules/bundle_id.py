@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable
 
-from .errors import BundleError, TargetIDError, UsageError
+from ..errors import BundleError, TargetIDError, UsageError
 from .target_id import TargetID, _amdgcn_names, _string_to_offload_arch, conflicting_target_ids, parse_target_id
 from .triple import is_compatible_with, is_valid_arch, normalize, parse_triple, split_triple4
 

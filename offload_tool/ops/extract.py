@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import coff, elf
-from .bitcode import BitcodeError, embedded_objects
-from .errors import OffloadBinaryError, OffloadError
-from .fileio import byte_view
-from .magic import FileKind, identify
-from .offload_binary import OFFLOADING_SECTION, OffloadImage, read_offload_binaries
+from ..formats import coff
+from ..formats import elf
+from ..formats.bitcode import BitcodeError, embedded_objects
+from ..errors import OffloadBinaryError, OffloadError
+from ..fileio import byte_view
+from ..formats.magic import FileKind, identify
+from ..formats.offload_binary import OFFLOADING_SECTION, OffloadImage, read_offload_binaries
 
 __all__ = ["FoundImage", "find_offload_images", "file_kind", "MAX_ARCHIVE_DEPTH"]
 
@@ -98,7 +99,7 @@ def _coff_images(buf, name: str, member: str | None, llvm_version: int | None) -
 
 
 def _archive_images(buf, name: str, llvm_version: int | None, depth: int) -> list[FoundImage]:
-    from .archive import read_archive
+    from ..formats.archive import read_archive
 
     if depth >= MAX_ARCHIVE_DEPTH:
         raise OffloadError(f"{name}: archives nested more than {MAX_ARCHIVE_DEPTH} deep")

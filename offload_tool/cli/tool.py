@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import sys
 
-from . import __version__
+from .. import __version__
 from .command_line import ArgumentParser, Option, llvm_version_argument, run_command
-from .errors import UsageError
+from ..errors import UsageError
 
 PROG = "offload-tool"
 
@@ -89,7 +89,7 @@ def _parse(argv: list[str], command: str, help_text: str, flags: list[str], valu
 
 
 def cmd_inspect(argv: list[str]) -> int:
-    from .inspector import format_table, inspect_file, to_json
+    from ..ops.inspector import format_table, inspect_file, to_json
     opts = _parse(argv, "inspect", INSPECT_HELP, ["--json"], ["--llvm-version"])
     if opts is None:
         return 0
@@ -103,7 +103,7 @@ def cmd_inspect(argv: list[str]) -> int:
 
 
 def cmd_verify(argv: list[str]) -> int:
-    from .verify import verify_file
+    from ..ops.verify import verify_file
     opts = _parse(argv, "verify", VERIFY_HELP, ["--check-entries", "--no-check-entries", "-q", "--quiet"],
                   ["--require", "--llvm-version"])
     if opts is None:

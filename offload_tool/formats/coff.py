@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import OffloadError
+from ..errors import OffloadError
 from .layout import Layout
 
 __all__ = ["CoffSection", "read_sections", "FILE_HEADER", "SECTION_HEADER", "SYMBOL_SIZE"]

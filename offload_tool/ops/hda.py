@@ -32,11 +32,11 @@ import os
 import re
 from functools import lru_cache
 
-from . import llvm_path
-from .archive import read_archive, write_archive
-from .errors import BundleError, CompressionError, UsageError
-from .fileio import atomic_output, open_input, sanitize_name
-from .magic import FileKind, bundle_handler, identify
+from ..rules import llvm_path
+from ..formats.archive import read_archive, write_archive
+from ..errors import BundleError, CompressionError, UsageError
+from ..fileio import atomic_output, open_input, sanitize_name
+from ..formats.magic import FileKind, bundle_handler, identify
 
 __all__ = ["unbundle_archive", "archive_member_entries", "device_member_name"]
 
@@ -55,7 +55,7 @@ def _device_member_name(stem: str, member_extension: str, bundle_entry_id: str) 
 @lru_cache(maxsize=1024)
 def _device_extension(bundle_entry_id: str) -> str:
     """".bc" / ".cubin" by LLVM 19's re-parsed target ID of the stored entry ID (quirks included), else ""."""
-    from .bundle_id import standardize
+    from ..rules.bundle_id import standardize
 
     target_id = standardize(bundle_entry_id).target_id
     if "gfx" in target_id:
@@ -80,7 +80,7 @@ _ORDER_CACHE: dict[tuple[str, ...], list[int]] = {}
 
 
 def _stringmap_order(entries: list) -> list:
-    from .bundle import BundleEntry, stringmap_entries
+    from ..formats.bundle import BundleEntry, stringmap_entries
 
     key = tuple(e.bundle_entry_id for e in entries)
     order = _ORDER_CACHE.get(key)
@@ -94,11 +94,11 @@ def _stringmap_order(entries: list) -> list:
 
 def _entries(data, *, decompress: bool, where: str) -> list:
     """Bundle entries of one member in the order LLVM's handler yields them."""
-    from .bundle import read_binary_bundle
-    from .objbundle import read_object_bundle
+    from ..formats.bundle import read_binary_bundle
+    from ..formats.objbundle import read_object_bundle
 
     if decompress and identify(data) is FileKind.COMPRESSED_BUNDLE:
-        from .ccob import decompress as ccob_decompress
+        from ..formats.ccob import decompress as ccob_decompress
 
         try:
             data = memoryview(ccob_decompress(data)[0])
@@ -116,9 +116,9 @@ def archive_member_entries(member_data, *, decompress: bool = True, where: str =
 
 def _check_archive(members, archive_path: str) -> None:
     """`CheckHeterogeneousArchive`: per member, the target-ID conflict rule on its entry IDs."""
-    from .bundle import read_binary_bundle
-    from .bundle_id import archive_conflict
-    from .objbundle import object_bundle_ids
+    from ..formats.bundle import read_binary_bundle
+    from ..rules.bundle_id import archive_conflict
+    from ..formats.objbundle import object_bundle_ids
 
     for m in members:
         # Not decompressed: LLVM checks the member as stored.
@@ -137,7 +137,7 @@ def unbundle_archive(input_path, targets: list[str], output_paths: list[str], *,
                      check_input_archive: bool = False, hip_openmp_compatible: bool = False) -> None:
     """Write one device-specific archive per target (standardized bundle entry IDs) from the
     heterogeneous archive at `input_path` (see the module docstring)."""
-    from .bundle_id import is_code_object_compatible
+    from ..rules.bundle_id import is_code_object_compatible
 
     targets = [str(t) for t in targets]
     output_paths = [os.fspath(p) for p in output_paths]

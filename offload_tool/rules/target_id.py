@@ -2,7 +2,7 @@
 
 Sources: clang/lib/Basic/TargetID.cpp (parse, canonical form, compatibility, conflicts), clang/lib/Basic/Cuda.cpp
 (`StringToOffloadArch`), clang/lib/Driver/Driver.cpp (`getCanonicalArchString`), llvm/lib/Object/OffloadBinary.cpp
-(`areTargetsCompatible`).  The AMDGPU processor table is `data/amdgpu-processors.json`; which processors exist
+(`areTargetsCompatible`).  The AMDGPU processor table is `offload_tool/data/amdgpu-processors.json`; which processors exist
 depends on the LLVM release, hence the `llvm_version` arguments (versions below 19 use 19's table, above 22 use
 22's).  A feature a target ID leaves out means *Any*; `name+` is On and `name-` is Off.
 """
@@ -15,7 +15,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Iterable
 
-from .errors import TargetIDError
+from ..errors import TargetIDError
 from .triple import is_amdgpu, parse_triple
 
 __all__ = [
@@ -52,7 +52,7 @@ def _table_version(llvm_version: int) -> str:
 @lru_cache(maxsize=1)
 def _processor_rows() -> tuple[dict, ...]:
     """The processor table, loaded once on first use."""
-    text = resources.files(__package__).joinpath("data/amdgpu-processors.json").read_text(encoding="utf-8")
+    text = resources.files("offload_tool.data").joinpath("amdgpu-processors.json").read_text(encoding="utf-8")
     return tuple(json.loads(text))
 
 

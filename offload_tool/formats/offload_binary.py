@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import BinaryIO, Mapping
 
-from .errors import OffloadBinaryError
-from . import llvm_path
-from .fileio import byte_view
+from ..errors import OffloadBinaryError
+from ..rules import llvm_path
+from ..fileio import byte_view
 from .layout import Layout
 from .magic import OFFLOAD_BINARY_MAGIC, FileKind, identify
 

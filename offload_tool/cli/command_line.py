@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from .errors import OffloadError, UsageError
+from ..errors import OffloadError, UsageError
 
 __all__ = ["Option", "Parsed", "ArgumentParser", "run_command", "one_line", "error_line", "llvm_version_argument"]
 
@@ -145,7 +145,7 @@ class ArgumentParser:
 def llvm_version_argument(text: str | None, style: str = "gnu") -> int | None:
     """A `--llvm-version` value, checked against the releases whose encodings the library knows
     (None when not given); `style` words the message as the CLI's option style does."""
-    from .offload_binary import SUPPORTED_LLVM_VERSIONS
+    from ..formats.offload_binary import SUPPORTED_LLVM_VERSIONS
 
     if text is None:
         return None

@@ -43,8 +43,8 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass, field
 
-from .errors import FatbinError
-from .fileio import byte_view
+from ..errors import FatbinError
+from ..fileio import byte_view
 from .layout import Layout
 from .magic import FATBIN_MAGIC, FileKind, identify
 

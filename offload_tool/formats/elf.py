@@ -34,8 +34,8 @@ from collections import namedtuple
 from dataclasses import dataclass
 from typing import BinaryIO, Callable
 
-from .errors import ElfError
-from .fileio import byte_view
+from ..errors import ElfError
+from ..fileio import byte_view
 from .layout import field_error
 from .magic import ELF_MAGIC, FileKind, identify
 

@@ -21,12 +21,12 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
-from . import fatbin as _fatbin
-from . import objbundle
-from .errors import OffloadError
-from .fileio import byte_view
-from .magic import TEXT_BUNDLE_COMMENTS, FileKind, identify, text_bundle_comment
-from .offload_binary import OffloadImage, objdump_image_kind_name, offload_kind_name
+from ..formats import fatbin as _fatbin
+from ..formats import objbundle
+from ..errors import OffloadError
+from ..fileio import byte_view
+from ..formats.magic import TEXT_BUNDLE_COMMENTS, FileKind, identify, text_bundle_comment
+from ..formats.offload_binary import OffloadImage, objdump_image_kind_name, offload_kind_name
 
 __all__ = ["DeviceImage", "inspect_buffer", "inspect_file", "format_table", "to_json", "MAX_DEPTH",
            "AMBIGUOUS_PRODUCER", "AMBIGUOUS_PRODUCER_NOTE"]
@@ -133,7 +133,7 @@ class _Scanner:
         elif kind == "fatbin":
             self.scan_fatbin(data, path, wrappers, compressed)
         elif kind == "ccob":
-            from . import ccob
+            from ..formats import ccob
             inner, _info = ccob.decompress(data)
             inner = memoryview(inner)
             inner_kind = self.container_kind(inner)
@@ -141,7 +141,7 @@ class _Scanner:
                 raise OffloadError(f"{path}: compressed bundle does not hold a bundle")
             self.scan_container(inner_kind, inner, path, wrappers + ["ccob"], depth + 1, compressed=True)
         elif kind == "bundle":
-            from .bundle import read_binary_bundle
+            from ..formats.bundle import read_binary_bundle
             self.scan_bundle_entries(read_binary_bundle(data), "bundle", path, wrappers, depth, compressed)
         elif kind == "text-bundle":
             self.scan_bundle_entries(_read_text_bundle(data), "text-bundle", path, wrappers, depth, compressed)
@@ -159,7 +159,7 @@ class _Scanner:
     # -- formats ----------------------------------------------------------------------------
 
     def scan_package(self, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
-        from .offload_binary import read_offload_binaries
+        from ..formats.offload_binary import read_offload_binaries
         try:
             images = read_offload_binaries(data, llvm_version=self.llvm_version)
         except OffloadError as exc:
@@ -220,7 +220,7 @@ class _Scanner:
 
     def scan_bundle_entries(self, entries, container: str, path: str, wrappers: list[str], depth: int,
                             compressed: bool) -> None:
-        from .bundle_id import parse_bundle_entry_id
+        from ..rules.bundle_id import parse_bundle_entry_id
         for entry in entries:
             raw_id = entry.bundle_entry_id
             bid = parse_bundle_entry_id(raw_id)
@@ -239,7 +239,7 @@ class _Scanner:
                 wrappers=list(wrappers), details={"bundle_entry_id": raw_id}, data=data))
 
     def scan_archive(self, data, path: str, wrappers: list[str], depth: int) -> None:
-        from .archive import read_archive
+        from ..formats.archive import read_archive
         if identify(data) is FileKind.THIN_ARCHIVE:
             raise OffloadError(f"{path}: thin archives are not supported")
         for m in read_archive(data):
@@ -251,7 +251,7 @@ class _Scanner:
             self.add_offload_image(f.image, f.path, wrappers + ["bitcode"], depth, False)
 
     def scan_elf(self, data, path: str, wrappers: list[str], depth: int) -> None:
-        from . import elf
+        from ..formats import elf
         for sec in elf.read_sections(data):
             name = sec.name
             spath = f"{path}:{name}"
@@ -292,10 +292,10 @@ class _Scanner:
 def _bundle_extent(data) -> int | None:
     """Bytes taken by the (binary or compressed) bundle at the start of `data`; None if unknown."""
     if identify(data) is FileKind.COMPRESSED_BUNDLE:
-        from . import ccob
+        from ..formats import ccob
         info = ccob.read_header(data)
         return info.total_size  # None for version 1, which records no size
-    from .bundle import read_binary_bundle
+    from ..formats.bundle import read_binary_bundle
     entries = read_binary_bundle(data)
     header = 24 + 8 + sum(24 + len(e.bundle_entry_id.encode("utf-8", "surrogateescape")) for e in entries)
     return max([header] + [e.offset + e.size for e in entries])
@@ -338,7 +338,7 @@ class _Entry:
 
 
 def _read_text_bundle(data):
-    from . import bundle
+    from ..formats import bundle
     return bundle.read_text_bundle(data, TEXT_BUNDLE_COMMENTS[text_bundle_comment(data)])
 
 
@@ -371,7 +371,7 @@ def inspect_buffer(buf, name: str, *, llvm_version: int | None = None, keep_data
 def inspect_file(path: str, *, llvm_version: int | None = None, keep_data: bool = True) -> list[DeviceImage]:
     """`inspect_buffer` on a (memory-mapped) file.  Image data is copied out of the map, or
     dropped (`keep_data=False`) when only the listing is wanted."""
-    from .fileio import open_input
+    from ..fileio import open_input
     with open_input(path) as buf:
         images = inspect_buffer(buf, str(path), llvm_version=llvm_version, keep_data=keep_data)
         for img in images:

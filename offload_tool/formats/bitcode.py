@@ -17,7 +17,7 @@ Two queries:
 
 from __future__ import annotations
 
-from .errors import BitcodeError
+from ..errors import BitcodeError
 from .layout import Layout
 from .magic import BC_MAGIC, BC_WRAPPER_MAGIC
 

@@ -1,0 +1,4 @@
+"""Operations over the formats, as the LLVM tools perform them: bundle/unbundle/list
+(`bundler_api`), heterogeneous archive unbundling (`hda`), packaging and extraction (`package`,
+`extract`), embedding into host objects (`embed`), `inspect` (`inspector`) and `verify`.  Each is a
+library function the CLIs and the SCons tool call directly."""
