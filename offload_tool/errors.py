@@ -50,3 +50,7 @@ class UsageError(OffloadError):
 
 class OutputPathError(OffloadError):
     """A name taken from inside a file would escape the output directory."""
+
+
+class BudgetError(OffloadError):
+    """An input asks for more work than the run's resource budget allows (`offload_tool.budget`)."""
