@@ -80,10 +80,11 @@ def _run_package_embed(argv):
     return _package_embed.main(argv)
 
 
-def package_embed_builder(com: str) -> SCons.Builder.Builder:
-    """A builder of `$<com>`, a `_package_embed.py` command (package + embed, run in-process)."""
+def package_embed_builder(com: str, **kw) -> SCons.Builder.Builder:
+    """A builder of `$<com>`, a `_package_embed.py` command (package + embed, run in-process);
+    `kw` are the builder's naming (suffix, emitter)."""
     return builder(action=InProcessAction("$" + com, PACKAGE_EMBED, _run_package_embed, cmdstr="$" + com + "STR",
-                                          varlist=LIBRARY_VARS + ["_OFFLOAD_PACKAGERFLAGS"]))
+                                          varlist=LIBRARY_VARS + ["_OFFLOAD_PACKAGERFLAGS"]), **kw)
 
 
 # --------------------------------------------------------------------------------------------

@@ -86,18 +86,78 @@ def _foreign_language_hint(src) -> str | None:
     return None
 
 
+# --------------------------------------------------------------------------------------------
+# Target names: each builder names its targets (suffix callables and emitters), nowhere else.
+
+def _host_suffix(env, sources) -> str:
+    """The host half of an offload source: `<stem>.host.o` (`.host.os` position-independent)."""
+    return ".host" + ("$SHOBJSUFFIX" if env.get("_OFFLOAD_PIC") else "$OBJSUFFIX")
+
+
+def _device_suffix(env, sources) -> str:
+    """One arch's device code of a source: `<stem>.<arch><the language's device suffix>`
+    (`main.gfx90a.bc`, `k.sm_80.o`, `k.gfx90a.co`)."""
+    arch = env.subst("$OFFLOAD_ARCH")
+    lang = _languages.LANGUAGES[env["_OFFLOAD_LANG"]]
+    return f".{file_safe(arch)}{lang.device_suffix(_archs.vendor(arch))}"
+
+
+def _object_suffix(env, sources) -> str:
+    """The object a source becomes (what links): `<stem>.o` (`.os` position-independent)."""
+    return "$SHOBJSUFFIX" if env.get("_OFFLOAD_PIC") else "$OBJSUFFIX"
+
+
+def _mark(**attributes):
+    """An emitter that records what a target is on its node (`offload_lang`, `offload_image`):
+    the link and the reports read it back."""
+    def emit(target, source, env):
+        lang = env["_OFFLOAD_LANG"]
+        for t in target:
+            t.attributes.offload_lang = lang
+            if attributes.get("image"):
+                arch = env.subst("$OFFLOAD_ARCH")
+                t.attributes.offload_image = {"arch": arch, "triple": _archs.triple(arch),
+                                              "kind": _languages.LANGUAGES[lang].offload_kind}
+        return target, source
+    return emit
+
+
+def _package_emitter(target, source, env):
+    """Package + embed: the fat object asked for, preceded by its package `<stem>.pkg`
+    (`.pic.pkg` position-independent), two targets of one action."""
+    fat = target[-1]
+    pkg = fat.dir.File(stem(fat) + (".pic.pkg" if env.get("_OFFLOAD_PIC") else ".pkg"))
+    fat.attributes.offload_lang = env["_OFFLOAD_LANG"]
+    return [pkg, fat], source
+
+
+def _hipfb_emitter(target, source, env):
+    """HIP's fat binary `<stem>.hipfb` beside the object it goes into (the target asked for)."""
+    obj = target[0]
+    return [obj.dir.File(stem(obj) + ".hipfb")], source
+
+
 def builders() -> dict:
     scanner = SCons.Tool.CScanner
+    src_suffix = sorted({sfx for lang in _languages.LANGUAGES.values() for sfx in lang.suffixes})
     return {
         "_OffloadHostCompile": builder(action=_CompileAction("$OFFLOAD_HOSTCOM", cmdstr="$OFFLOAD_HOSTCOMSTR",
-                                                             varlist=COMPILER_VARS), source_scanner=scanner),
+                                                             varlist=COMPILER_VARS),
+                                       source_scanner=scanner, suffix=_host_suffix, src_suffix=src_suffix,
+                                       emitter=_mark()),
         "_OffloadDeviceCompile": builder(action=_CompileAction("$OFFLOAD_DEVICECOM", cmdstr="$OFFLOAD_DEVICECOMSTR",
-                                                               varlist=COMPILER_VARS), source_scanner=scanner),
-        "_OffloadNvccCompile": builder(action=action("OFFLOAD_NVCCCOM", ["_OFFLOAD_NVCC_ID"]), source_scanner=scanner),
-        "_OffloadHipfb": builder(action=action("OFFLOAD_HIPFBCOM", LIBRARY_VARS)),
-        "_OffloadPackage": builder(action=action("OFFLOAD_PACKAGECOM", LIBRARY_VARS + ["_OFFLOAD_PACKAGERFLAGS"])),
-        "_OffloadEmbed": builder(action=action("OFFLOAD_EMBEDCOM", LIBRARY_VARS)),
-        "_OffloadPackageEmbed": package_embed_builder("OFFLOAD_PACKAGEEMBEDCOM"),
+                                                               varlist=COMPILER_VARS),
+                                         source_scanner=scanner, suffix=_device_suffix, src_suffix=src_suffix,
+                                         emitter=_mark(image=True)),
+        "_OffloadNvccCompile": builder(action=action("OFFLOAD_NVCCCOM", ["_OFFLOAD_NVCC_ID"]), source_scanner=scanner,
+                                       suffix=_object_suffix, src_suffix=".cu", emitter=_mark()),
+        "_OffloadHipfb": builder(action=action("OFFLOAD_HIPFBCOM", LIBRARY_VARS), emitter=_hipfb_emitter),
+        "_OffloadPackage": builder(action=action("OFFLOAD_PACKAGECOM", LIBRARY_VARS + ["_OFFLOAD_PACKAGERFLAGS"]),
+                                   suffix=".pkg"),
+        "_OffloadEmbed": builder(action=action("OFFLOAD_EMBEDCOM", LIBRARY_VARS), suffix=_object_suffix,
+                                 emitter=_mark()),
+        "_OffloadPackageEmbed": package_embed_builder("OFFLOAD_PACKAGEEMBEDCOM", suffix=_object_suffix,
+                                                      emitter=_package_emitter),
     }
 
 
@@ -167,11 +227,21 @@ def require_clang(env):
 # --------------------------------------------------------------------------------------------
 # Host and device compiles
 
+def _request_key(env, s, target, what: str) -> str:
+    """What the registry knows a compile request by: its target when the caller named one, else
+    its source and what is made of it (the builder names the file)."""
+    return node(env, target).get_path() if target else f"{s.get_path()} [{what}]"
+
+
+def _pic_overrides(senv, o: dict) -> None:
+    o["_OFFLOAD_PIC"] = 1
+    o["OFFLOAD_HOSTFLAGS"] = SCons.Util.CLVar(senv.get("OFFLOAD_HOSTFLAGS", [])) + ["-fPIC"]
+
+
 def host_object(env, s, target, kw, extra_sources=(), pic=False):
     senv = settings(env, kw)
     require_clang(senv)
     lang = language_of(s, senv)
-    tgt = node(env, target) if target else s.dir.File(stem(s) + (".host.os" if pic else ".host.o"))
 
     def make():
         o = _common_overrides(senv, s, lang, kw)
@@ -181,18 +251,17 @@ def host_object(env, s, target, kw, extra_sources=(), pic=False):
                                        f"$( -DOFFLOAD_TOOL_FATBIN_ID=$_OFFLOAD_FATBIN_ID -include {ID_HEADER} $)"
                                        if extra_sources else "")
         if pic:
-            o["OFFLOAD_HOSTFLAGS"] = SCons.Util.CLVar(senv.get("OFFLOAD_HOSTFLAGS", [])) + ["-fPIC"]
-        made = env._OffloadHostCompile(tgt, [s] + list(extra_sources), **o)
+            _pic_overrides(senv, o)
+        made = env._OffloadHostCompile(target, [s] + list(extra_sources), **o)
         if lang.file_identity:
             env.Depends(made, env.Value(_identity(s)))
-        for n in made:
-            n.attributes.offload_lang = lang.name
         _compdb.record(senv.Override(o), made, [s], "OFFLOAD_HOSTCOM")
         # Every clang-built source has a host object: it owns the source's stale per-arch files.
         clean_stale_archs(env, made, s.dir, stem(s) + ".", (".o", ".bc", ".co"), archs_for(lang, canonical(senv)))
         return made
 
-    return registry.get(env, tgt.get_path(), "host" + ("+hipfb" if extra_sources else ""),
+    what = "host" + ("+hipfb" if extra_sources else "") + (" pic" if pic else "")
+    return registry.get(env, _request_key(env, s, target, what), "host",
                         wants(senv, lang.name, kw.get("OFFLOAD_CLANG")), make)
 
 
@@ -202,22 +271,18 @@ def device_object(env, s, arch, target, kw):
     lang = language_of(s, senv)
     if not lang.offload_kind or arch not in archs_for(lang, [arch]):
         raise SCons.Errors.UserError(f"offload: '{s}' ({lang.name}) cannot be compiled for '{arch}'")
-    tgt = (node(env, target) if target else
-           s.dir.File(f"{stem(s)}.{file_safe(arch)}{lang.device_suffix(_archs.vendor(arch))}"))
 
     def make():
         o = _common_overrides(senv, s, lang, kw)
         o["OFFLOAD_ARCH"] = arch
-        made = env._OffloadDeviceCompile(tgt, s, **o)
+        made = env._OffloadDeviceCompile(target, s, **o)
         if lang.file_identity:
             env.Depends(made, env.Value(_identity(s)))
-        for n in made:
-            n.attributes.offload_image = {"arch": arch, "triple": _archs.triple(arch), "kind": lang.offload_kind}
-            n.attributes.offload_lang = lang.name
         _compdb.record(senv.Override(o), made, [s], "OFFLOAD_DEVICECOM")
         return made
 
-    return registry.get(env, tgt.get_path(), "device", wants(senv, lang.name, kw.get("OFFLOAD_CLANG")), make)
+    return registry.get(env, _request_key(env, s, target, f"device {arch}"), "device",
+                        wants(senv, lang.name, kw.get("OFFLOAD_CLANG")), make)
 
 
 def OffloadHostObject(env, source, target=None, **kw):
@@ -258,10 +323,8 @@ def OffloadEmbed(env, target, source, **kw):
     srcs = nodes(env, source)
     if len(srcs) < 2:
         raise SCons.Errors.UserError("offload: OffloadEmbed needs [host_object, package, ...]")
-    made = env._OffloadEmbed(target, srcs, **kw)
-    for n in made:
-        n.attributes.offload_lang = getattr(srcs[0].attributes, "offload_lang", "openmp")
-    return made
+    return env._OffloadEmbed(target, srcs, _OFFLOAD_LANG=getattr(srcs[0].attributes, "offload_lang", "openmp"),
+                             **kw)
 
 
 # --------------------------------------------------------------------------------------------
@@ -284,7 +347,9 @@ def offload_object(env, s, target, kw, pic=False):
     if lang.offload_kind is None:
         return _plain_host_object(env, s, target, kw, pic)
     archs = archs_for(lang, canonical(senv))
-    fat = node(env, target) if target else s.dir.File(stem(s) + (".os" if pic else ".o"))
+    # The object a source becomes is named here, for every compiler: its builders (package +
+    # embed, HIP's host compile, nvcc) take it as their target.
+    fat = node(env, target) if target else s.dir.File(stem(s) + senv.subst(_object_suffix({"_OFFLOAD_PIC": pic}, [s])))
     compiler = _languages.compiler_for(senv, lang)
 
     def make():
@@ -302,7 +367,7 @@ def offload_object(env, s, target, kw, pic=False):
         if lang.bundled_device_code:
             extra = []
             if devices:
-                hipfb = env._OffloadHipfb(fat.dir.File(stem(fat) + ".hipfb"), list(devices.values()), **kw)
+                hipfb = env._OffloadHipfb(fat, list(devices.values()), **kw)
                 parts["package"] = hipfb[0]
                 extra = [hipfb[0]]
             kw2 = dict(kw2, _OFFLOAD_HOST_ARCHFLAGS=" ".join(f"--offload-arch={a}" for a in archs))
@@ -313,8 +378,8 @@ def offload_object(env, s, target, kw, pic=False):
             parts["host"] = host[0]
             if devices:
                 # Package and fat object: two targets of one action (run inside SCons).
-                both = env._OffloadPackageEmbed([fat.dir.File(stem(fat) + (".pic.pkg" if pic else ".pkg")), fat],
-                                                [host[0]] + list(devices.values()), **kw)
+                both = env._OffloadPackageEmbed(fat, [host[0]] + list(devices.values()), _OFFLOAD_PIC=pic,
+                                                _OFFLOAD_LANG=lang.name, **kw)
                 parts["package"] = both[0]
                 made = both[1:]
             else:
@@ -339,8 +404,8 @@ def _plain_host_object(env, s, target, kw, pic):
             n.attributes.offload_lang = "host"
         return made
 
-    tgt = node(env, target) if target else s.dir.File(stem(s) + env.subst("$SHOBJSUFFIX" if pic else "$OBJSUFFIX"))
-    return registry.get(env, tgt.get_path(), "plain", wants(senv, "host"), make)
+    return registry.get(env, _request_key(env, s, target, "plain" + (" pic" if pic else "")), "plain",
+                        wants(senv, "host"), make)
 
 
 def _nvcc_object(env, senv, s, fat, archs, kw, pic):
@@ -349,10 +414,9 @@ def _nvcc_object(env, senv, s, fat, archs, kw, pic):
     _toolchain.require(senv, "OFFLOAD_NVCC", "nvcc")
     o = dict(kw, _OFFLOAD_NVCC_ARCHS=list(archs), _OFFLOAD_LANG="cuda")
     if pic:
-        o["OFFLOAD_HOSTFLAGS"] = SCons.Util.CLVar(senv.get("OFFLOAD_HOSTFLAGS", [])) + ["-fPIC"]
+        _pic_overrides(senv, o)
     made = env._OffloadNvccCompile(fat, s, **o)
     for n in made:
-        n.attributes.offload_lang = "cuda"
         n.attributes.offload_parts = {"host": n, "devices": {}, "package": None}
     _compdb.record(senv.Override(o), made, [s], "OFFLOAD_NVCCCOM")
     return made

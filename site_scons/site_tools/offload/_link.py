@@ -57,10 +57,29 @@ def _write_ldscript(target, source, env):
     return 0
 
 
+def _devicelink_emitter(target, source, env):
+    """One arch's device link of a program (the target asked for): `<program>.<arch>.devlink.o`,
+    an OpenMP image of that arch."""
+    program, arch = target[0], env.subst("$OFFLOAD_ARCH")
+    made = program.dir.File(f"{program.name}.{file_safe(arch)}.devlink.o")
+    made.attributes.offload_image = {"arch": arch, "triple": _archs.triple(arch), "kind": "openmp"}
+    return [made], source
+
+
+def _carrier_emitter(target, source, env):
+    """The device images of a program (the target asked for), packaged and embedded in an empty
+    object: `<program>.offload.pkg` and `<program>.offload.o`."""
+    program = target[0]
+    carrier = program.dir.File(program.name + ".offload.o")
+    carrier.attributes.offload_lang = "openmp"  # it holds OpenMP AMD images (and whatever else)
+    return [program.dir.File(program.name + ".offload.pkg"), carrier], source
+
+
 def builders() -> dict:
     return {
-        "_OffloadCarrier": package_embed_builder("OFFLOAD_CARRIERCOM"),
-        "_OffloadDeviceLink": builder(action=action("OFFLOAD_DEVICELINKCOM", COMPILER_VARS + LIBRARY_VARS)),
+        "_OffloadCarrier": package_embed_builder("OFFLOAD_CARRIERCOM", emitter=_carrier_emitter),
+        "_OffloadDeviceLink": builder(action=action("OFFLOAD_DEVICELINKCOM", COMPILER_VARS + LIBRARY_VARS),
+                                      emitter=_devicelink_emitter),
         "_OffloadLink": builder(action=action("OFFLOAD_LINKCOM", COMPILER_VARS),
                                 target_scanner=SCons.Scanner.Prog.ProgramScanner()),
         "_OffloadShLink": builder(action=action("OFFLOAD_SHLINKCOM", COMPILER_VARS),
@@ -190,24 +209,18 @@ def _split_link_inputs(env, target, items_in, kw, pic):
         return None
     split = [p for _, p in items if p != "keep"]
     ref = split[0][0]
-    stem = target.get_path()
     carrier_images = []
     for a in archs:
         if a in amd:
             images = [devices[a] for _, devices in split if a in devices]
-            dl = env._OffloadDeviceLink(env.File(f"{stem}.{file_safe(a)}.devlink.o"), images,
-                                        OFFLOAD_ARCH=a, _OFFLOAD_LANG="openmp", _OFFLOAD_CARRIER_REF=ref,
-                                        **kw)
+            dl = env._OffloadDeviceLink(target, images, OFFLOAD_ARCH=a, _OFFLOAD_LANG="openmp",
+                                        _OFFLOAD_CARRIER_REF=ref, **kw)
             env.Requires(dl, ref)
-            for d in dl:
-                d.attributes.offload_image = {"arch": a, "triple": _archs.triple(a), "kind": "openmp"}
             carrier_images.extend(dl)
         else:
             carrier_images.extend(devices[a] for _, devices in split if a in devices)
-    carrier = env._OffloadCarrier([env.File(stem + ".offload.pkg"), env.File(stem + ".offload.o")], carrier_images,
-                                  _OFFLOAD_CARRIER_REF=ref, **kw)
+    carrier = env._OffloadCarrier(target, carrier_images, _OFFLOAD_CARRIER_REF=ref, **kw)
     env.Requires(carrier, ref)
-    carrier[1].attributes.offload_lang = "openmp"  # it holds OpenMP AMD images (and whatever else)
     _compile.clean_stale_archs(env, carrier, target.dir, target.name + ".", (".o",), amd)
     objs = []
     for n, parts in items:
