@@ -98,7 +98,7 @@ def _device_suffix(env, sources) -> str:
     """One arch's device code of a source: `<stem>.<arch><the language's device suffix>`
     (`main.gfx90a.bc`, `k.sm_80.o`, `k.gfx90a.co`)."""
     arch = env.subst("$OFFLOAD_ARCH")
-    lang = _languages.LANGUAGES[env["_OFFLOAD_LANG"]]
+    lang = _languages.resolve(_languages.LANGUAGES[env["_OFFLOAD_LANG"]], env)
     return f".{file_safe(arch)}{lang.device_suffix(_archs.vendor(arch))}"
 
 
@@ -389,7 +389,8 @@ def offload_object(env, s, target, kw, pic=False):
             n.attributes.offload_parts = parts
         return made
 
-    return registry.get(env, fat.get_path(), "object", wants(senv, lang.name, compiler, ",".join(archs)), make)
+    return registry.get(env, fat.get_path(), "object", wants(senv, lang.name, compiler, lang.driver, ",".join(archs)),
+                        make)
 
 
 def _plain_host_object(env, s, target, kw, pic):

@@ -147,7 +147,8 @@ def _split_parts(env, n, kw, pic):
     if _languages.is_offload_source(n):
         senv = settings(env, kw)
         lang = _languages.language_of(n, senv)
-        if lang.offload_kind and not lang.bundled_device_code and _languages.compiler_for(senv, lang) == "clang":
+        if lang.offload_kind and not lang.bundled_device_code and lang.offload_kind != "hip" \
+                and _languages.compiler_for(senv, lang) == "clang":
             host = _compile.host_object(env, n, None, kw, pic=pic)[0]
             return host, {a: _compile.device_object(env, n, a, None, kw)[0] for a in archs_for(lang, canonical(senv))}
         return "keep"
@@ -256,7 +257,7 @@ def OffloadRelocatableObject(env, target, source, **kw):
     """Relocatable offload link (`clang -r`): device code linked and registered, so the result
     is a plain host object."""
     objs = _compile.objects(env, source, kw)
-    return env._OffloadReloc(target, objs, **_link_overrides(env, objs, kw))
+    return env._OffloadReloc(target, objs, _OFFLOAD_RELOCATABLE=1, **_link_overrides(env, objs, kw))
 
 
 def OffloadStaticLibrary(env, target, source, **kw):
@@ -273,6 +274,8 @@ def OffloadStaticLibrary(env, target, source, **kw):
                            reloc, **kw)
     libdir = _variables.llvm_libdir(senv)
     runtime = [os.path.join(libdir, n) for n in ("libomptarget.so", "libomp.so") if libdir]
+    if any(getattr(o.attributes, "offload_lang", "") == "hip" for o in _compile.objects(env, source, kw)):
+        runtime.append("-lamdhip64")  # HIP's runtime, which the consumer's plain link needs too
     text = ("/* GNU ld script written by the offload SCons tool: the library and its runtime. */\n"
             f"INPUT ( {inner[0].name} {' '.join(runtime)} )\n")
     script = env._OffloadLdScript(lib, inner, _OFFLOAD_LDSCRIPT=text, **kw)

@@ -303,7 +303,8 @@ def _link_flags(target, source, env, for_signature):
     if "cuda" in langs and env.get("OFFLOAD_CUDA_PATH"):
         # libcudart.so lives outside the default search path too (/usr/local/cuda/lib64).
         flags.append("-L$OFFLOAD_CUDA_PATH/lib64 -Wl,-rpath,$OFFLOAD_CUDA_PATH/lib64 -lcudart")
-    if "hip" in langs:
+    if "hip" in langs and not env.get("_OFFLOAD_RELOCATABLE"):
+        # (a relocatable link takes no shared library; the static library's script names it)
         flags.append("-lamdhip64")
     return " ".join(flags)
 
@@ -356,6 +357,7 @@ def user_defaults() -> dict:
         "OFFLOAD_LANG": "",
         "OFFLOAD_CUDA_COMPILER": "clang",
         "OFFLOAD_HIP_COMPILER": "clang",
+        "OFFLOAD_HIP_DRIVER": "auto",
         "OFFLOAD_HOSTFLAGS": SCons.Util.CLVar(""),
         "OFFLOAD_DEVICEFLAGS": SCons.Util.CLVar(""),
         "OFFLOAD_NVCCFLAGS": SCons.Util.CLVar(""),
