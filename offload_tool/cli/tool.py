@@ -29,6 +29,8 @@ COMMANDS:
   verify    Exit 0 only if each FILE holds every --require'd arch and its host and device
             OpenMP offload entries agree; otherwise print one line per problem and exit 1.
   embed     Add an OffloadBinary package to a host object as .llvm.offloading.
+  convert   Rewrite a heterogeneous static library between the old offload driver's bundles and
+            the new driver's .llvm.offloading fat objects (--to=new|old IN.a -o OUT.a).
 
 Run '{PROG} <command> --help' for a command's options.
 
@@ -147,6 +149,16 @@ def cmd_embed(argv: list[str]) -> int:
 
 
 COMMANDS = {"inspect": cmd_inspect, "verify": cmd_verify, "embed": cmd_embed}
+
+
+def cmd_convert(argv: list[str]) -> int:
+    """`offload-tool convert`: a heterogeneous archive for the other offload driver (`cli.convert`)."""
+    from . import convert
+    prog = f"{PROG} convert"
+    return run_command(prog, lambda: convert.run(argv, prog))
+
+
+COMMANDS["convert"] = cmd_convert
 
 
 def run(argv: list[str]) -> int:
