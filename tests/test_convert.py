@@ -101,3 +101,32 @@ def test_bad_input_is_one_line(tmp_path):
     assert not (tmp_path / "y.a").exists()
     cp = run_cli("tool", "convert", "--to=sideways", str(tmp_path / "x.a"), "-o", str(tmp_path / "y.a"))
     assert cp.returncode == 1 and "expected 'new' or 'old'" in cp.stderr.decode()
+
+
+def test_scons_convert_archive_builder(tmp_path):
+    """`env.OffloadConvertArchive`: one CONVERT action per archive, named `<stem>-<to>.a` unless a
+    target is given; up to date on the second run; both directions keep every arch."""
+    from scons_helpers import Project, counts
+
+    clang = need_tool("clang-19")
+    bundler = need_tool("clang-offload-bundler-19")
+    proj = Project(tmp_path)
+    proj.write("k.c", OMP)
+    d = str(tmp_path)
+    _ok(run([clang, "-fopenmp", "--offload-arch=gfx90a", "--offload-host-only", "-c", f"{d}/k.c", "-o", f"{d}/k.host.o"]))
+    _ok(run([clang, "-fopenmp", DEVLIB, "--offload-arch=gfx90a", "--offload-device-only", "-c", f"{d}/k.c",
+             "-o", f"{d}/k.gfx90a.bc"]))
+    _ok(run([bundler, "-type=o", "-targets=host-x86_64-unknown-linux-gnu,openmp-amdgcn-amd-amdhsa--gfx90a",
+             f"-input={d}/k.host.o", f"-input={d}/k.gfx90a.bc", f"-output={d}/k.o"]))
+    _ok(run(["ar", "rcs", f"{d}/libold.a", f"{d}/k.o"]))
+    proj.write("SConstruct", "env = Environment(tools=['default', 'offload'], OFFLOAD_CLANG='clang-19')\n"
+                             "new = env.OffloadConvertArchive('libold.a')\n"
+                             "env.OffloadConvertArchive(new, target='libback.a', to='old')\n")
+    first = proj.scons()
+    assert counts(first)["CONVERT"] == 2
+    assert _archs(tmp_path / "libold-new.a") == ["gfx90a"] == _archs(tmp_path / "libback.a")
+    assert proj.up_to_date()
+    proj.write("SConstruct", "env = Environment(tools=['default', 'offload'], OFFLOAD_CLANG='clang-19')\n"
+                             "env.OffloadConvertArchive('libold.a', to='sideways')\n")
+    bad = proj.scons(check=False)
+    assert bad.returncode != 0 and "to='sideways'" in bad.stderr
