@@ -264,11 +264,12 @@ def _write(output, kind: str, files_type: str, entries: Sequence[BundleEntry], c
 def bundle(files_type: str, targets: list[str], inputs: list[str], output: str, *, bundle_align: int = 1,
            compress: bool | str | None = None, compression_level: int | None = None,
            hip_openmp_compatible: bool = False, verbose: bool | None = None,
-           env: Mapping[str, str] = os.environ) -> None:
+           env: Mapping[str, str] = os.environ, dry_run=None) -> None:
     """`clang-offload-bundler -type=T -targets=... -input=... -output=O` (bundling), byte-identical to
     LLVM 19 for uncompressed binary and text bundles. `compress` may also name the method ("zstd",
     "zlib"). `hip_openmp_compatible` only matters when unbundling (accepted for symmetry with the CLI).
-    Raises an `OffloadError` subclass."""
+    With `dry_run` (an `ops.dry_run.DryRun`, the CLI's `-###`) nothing is written; for objects the
+    objcopy command LLVM would run is printed. Raises an `OffloadError` subclass."""
     from ..rules.bundle_id import validate_bundler_targets
 
     if files_type == "a":
@@ -283,6 +284,10 @@ def bundle(files_type: str, targets: list[str], inputs: list[str], output: str, 
     with contextlib.ExitStack() as stack:
         buffers = [stack.enter_context(open_input(p)) for p in inputs]
         kind = _handler_kind(files_type, buffers[host_index] if buffers else b"")
+        if dry_run is not None:
+            if kind == "object":
+                dry_run.add_sections(ids, [os.fspath(p) for p in inputs], host_index, os.fspath(output))
+            return
         if kind == "object":
             entries = [BundleEntry(i, b"\0" if i.startswith("host-") else buf) for i, buf in zip(ids, buffers)]
             _write(output, kind, files_type, entries, cfg, bundle_align, host_object=buffers[host_index])
@@ -388,7 +393,7 @@ def plan_unbundle(entries: list[BundleEntry], targets: list[str], *, hip_openmp_
 def unbundle(files_type: str, targets: list[str], input: str | os.PathLike, outputs: list[str], *,
              allow_missing_bundles: bool = False, hip_openmp_compatible: bool = False,
              check_input_archive: bool = False, verbose: bool | None = None,
-             env: Mapping[str, str] = os.environ) -> None:
+             env: Mapping[str, str] = os.environ, dry_run=None) -> None:
     """`clang-offload-bundler -unbundle`: write each target's entry to its output (LLVM 19's matching,
     messages and empty-output rules). `-type=a` goes to archive unbundling. All outputs are
     written to temporary files and renamed only when every one is complete."""
@@ -399,6 +404,8 @@ def unbundle(files_type: str, targets: list[str], input: str | os.PathLike, outp
     if check_input_archive and files_type != "a":
         raise UsageError("-check-input-archive can only be used for unbundling archives (-type=a)")
     ids = [str(i) for i in validate_bundler_targets(list(targets), bundling=False)]
+    if files_type == "a" and dry_run is not None:
+        return  # LLVM runs no external command for archives; a dry run writes nothing
     if files_type == "a":
         from .hda import unbundle_archive
 
@@ -431,6 +438,12 @@ def unbundle(files_type: str, targets: list[str], input: str | os.PathLike, outp
                     raise BundleError("Can't find bundle for the host target")
                 for n, t in enumerate(unique_ids):
                     contents[last_output[t]] = assigned[n].data if n in assigned else b""
+            if dry_run is not None:
+                if kind == "object" and any(parse_bundle_entry_id(e.bundle_entry_id).is_host
+                                            for e in assigned.values()):
+                    dry_run.remove_sections(os.fspath(input))
+                finish_decompression()
+                return
             # File offsets of payloads that are slices of the (uncompressed) input.
             offsets = {id(e.data): e.offset for e in assigned.values()
                        if isinstance(e.data, memoryview) and kind != "object"}
