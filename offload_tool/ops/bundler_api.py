@@ -97,7 +97,29 @@ def bundler_config(*, verbose: bool | None = None, compress: bool | str | None =
             cfg.compress = bool(compress)
     if compression_level is not None:
         cfg.compression_level = int(compression_level)
+    cfg.compression_level = _compression_level(cfg.compression_method, cfg.compression_level)
     return cfg
+
+
+# libzstd's level range (ZSTD_minCLevel() .. ZSTD_maxCLevel()); zlib's is -1 (default) .. 9.
+_ZSTD_LEVELS = (-(1 << 17), 22)
+_ZLIB_LEVELS = (-1, 9)
+
+
+def _compression_level(method: str, level: int | None) -> int | None:
+    """The level as the compressor will use it. LLVM passes any `int` to libzstd, which clamps it
+    into its range, so zstd levels are clamped the same way; zlib rejects a level outside -1..9
+    (LLVM 19 then asserts or fails with no message), so that is an error naming the range."""
+    if level is None:
+        return None
+    if not -(1 << 31) <= level < (1 << 31):
+        raise UsageError(f"compression level {level} is not a 32-bit integer")
+    if method == "zstd":
+        return min(max(level, _ZSTD_LEVELS[0]), _ZSTD_LEVELS[1])
+    if not _ZLIB_LEVELS[0] <= level <= _ZLIB_LEVELS[1]:
+        raise UsageError(f"invalid compression level {level} for zlib (expected {_ZLIB_LEVELS[0]} to "
+                         f"{_ZLIB_LEVELS[1]})")
+    return level
 
 
 def _llvm_int(text: str) -> int | None:
