@@ -17,7 +17,8 @@ from ..formats.offload_binary import (DEFAULT_LLVM_VERSION, OffloadImage, image_
                                       image_kind_name, offload_kind_value, write_offload_binary_to)
 from ..rules import llvm_path
 from ..rules.densemap import DenseMap
-from .extract import FoundImage, find_offload_images
+from ..printable import printable
+from .extract import FoundImage, find_offload_images, why_no_images
 
 __all__ = ["parse_image_arguments", "write_package", "bundle_images", "unbundle_images", "generated_name",
            "Warnings"]
@@ -123,6 +124,9 @@ def unbundle_images(input_file: str, images: list[str], *, archive: bool = False
     warn = warn or Warnings()
     with open_input(input_file) as buf:
         found = find_offload_images(buf, input_file, llvm_version=llvm_version)
+        if not found and images:
+            # LLVM extracts nothing and says nothing (exit 0, kept); a word says why.
+            warn(f"nothing extracted from '{printable(input_file)}': {why_no_images(buf)}")
         plan: list[tuple[str, str, object]] = []  # (path, "archive" | "image", members or image)
         for image in images:
             args = parse_image_arguments(image)
@@ -132,7 +136,8 @@ def unbundle_images(input_file: str, images: list[str], *, archive: bool = False
             if archive:
                 if "file" not in args:
                     raise UsageError("Image must have a 'file' argument.")
-                members = [(f.member if f.member is not None else input_file, f.image.image) for f in extracted]
+                members = [(_member_name(f.member, warn) if f.member is not None else input_file, f.image.image)
+                           for f in extracted]
                 plan.append((args["file"], "archive", members))
             elif "file" in args:
                 if len(extracted) > 1:
@@ -148,6 +153,16 @@ def unbundle_images(input_file: str, images: list[str], *, archive: bool = False
                     full = safe_join(directory, name)
                     plan.append((name if directory == "." else full, "image", f.image.image))
         return _write_plan(plan)
+
+
+def _member_name(name: str, warn) -> str:
+    """An archive member name taken from the input archive, made safe as one path component (as
+    every name from inside a file is); the user's own input path is kept as given, as LLVM does."""
+    safe = sanitize_name(name)
+    if safe != name:
+        warn(f"archive member name '{printable(name)}' is not a plain file name; writing '{printable(safe)}' "
+             f"instead")
+    return safe
 
 
 def _write_plan(plan: list[tuple[str, str, object]]) -> list[str]:
