@@ -153,7 +153,9 @@ def run(argv: list[str], env=os.environ) -> int:
         if targets:
             raise UsageError("-targets option is invalid for -list")
         ids = bundler_api.list_bundle_ids(files_type, inputs[0], llvm_order=True, verbose=verbose, env=env)
-        sys.stdout.write("".join(i + "\n" for i in ids))
+        from ..printable import printable  # an ID from a hostile file must not forge lines
+
+        sys.stdout.write("".join(printable(i) + "\n" for i in ids))
         return 0
     if check_archive:
         if not unbundle:
