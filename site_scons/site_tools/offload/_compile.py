@@ -21,6 +21,7 @@ import SCons.Tool
 import SCons.Util
 
 from . import _archs, _compdb, _languages, _toolchain
+from . import _consume
 from ._archs import archs_for, file_safe
 from ._builders import (COMPILER_VARS, LAUNCH, LIBRARY_VARS, PACKAGE_EMBED, PY, action, builder, canonical, node, nodes,
                         package_embed_builder, registry, settings, stem, wants)
@@ -183,6 +184,8 @@ def host_object(env, s, target, kw, extra_sources=(), pic=False):
         if pic:
             o["OFFLOAD_HOSTFLAGS"] = SCons.Util.CLVar(senv.get("OFFLOAD_HOSTFLAGS", [])) + ["-fPIC"]
         made = env._OffloadHostCompile(tgt, [s] + list(extra_sources), **o)
+        if extra_sources:
+            _consume.check_before(env, made)  # the .hipfb clang embeds unread
         if lang.file_identity:
             env.Depends(made, env.Value(_identity(s)))
         for n in made:

@@ -18,6 +18,7 @@ import SCons.Scanner.Prog
 import SCons.Util
 
 from . import _archs, _compile, _languages, _libraries, _variables
+from . import _consume
 from ._archs import archs_for, file_safe
 from ._builders import (COMPILER_VARS, LIBRARY_VARS, PACKAGE_EMBED, action, builder, canonical, node, nodes,
                         package_embed_builder, settings)
@@ -207,6 +208,7 @@ def _split_link_inputs(env, target, items_in, kw, pic):
     carrier = env._OffloadCarrier([env.File(stem + ".offload.pkg"), env.File(stem + ".offload.o")], carrier_images,
                                   _OFFLOAD_CARRIER_REF=ref, **kw)
     env.Requires(carrier, ref)
+    _consume.check_before(env, target)  # the link takes the carrier's images unread
     carrier[1].attributes.offload_lang = "openmp"  # it holds OpenMP AMD images (and whatever else)
     _compile.clean_stale_archs(env, carrier, target.dir, target.name + ".", (".o",), amd)
     objs = []
