@@ -44,8 +44,9 @@ class Terminated(BaseException):
 _RUN_ENDING = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP", "SIGIO") if hasattr(signal, n))
 _TERMINATING = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n))
 
-# Every temporary file this process has created and not yet renamed or removed.
-_LIVE_TEMPS: set[str] = set()
+# Every temporary file this process has created and not yet renamed or removed, with the thread
+# that created it (a build tool runs several library operations at once, one per thread).
+_LIVE_TEMPS: dict[str, int] = {}
 _LIVE_LOCK = threading.Lock()
 
 
@@ -71,10 +72,13 @@ def _pending_end() -> bool:
 
 
 def remove_temp_files() -> None:
-    """Remove every temporary output file still registered (called when a CLI run ends)."""
+    """Remove the temporary output files this thread created and still has registered (called
+    when a CLI run ends; other threads' runs are left alone)."""
+    me = threading.get_ident()
     with _LIVE_LOCK:
-        paths = list(_LIVE_TEMPS)
-        _LIVE_TEMPS.clear()
+        paths = [tmp for tmp, owner in _LIVE_TEMPS.items() if owner == me]
+        for tmp in paths:
+            del _LIVE_TEMPS[tmp]
     for tmp in paths:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -82,7 +86,7 @@ def remove_temp_files() -> None:
 
 def _forget(tmp: str) -> None:
     with _LIVE_LOCK:
-        _LIVE_TEMPS.discard(tmp)
+        _LIVE_TEMPS.pop(tmp, None)
 
 
 def _terminate(signum, frame) -> None:
@@ -144,7 +148,7 @@ def _create_temp(directory: str, base: str, path: str) -> tuple[int, str]:
             with _signals_held():
                 fd = os.open(tmp, flags, 0o600)
                 with _LIVE_LOCK:
-                    _LIVE_TEMPS.add(tmp)
+                    _LIVE_TEMPS[tmp] = threading.get_ident()
             return fd, tmp
         except FileExistsError:
             continue
@@ -297,7 +301,7 @@ class OutputTransaction:
                 with _signals_held():
                     os.link(path, backup, follow_symlinks=False)
                     with _LIVE_LOCK:
-                        _LIVE_TEMPS.add(backup)
+                        _LIVE_TEMPS[backup] = threading.get_ident()
                 return backup
             except FileExistsError:
                 continue

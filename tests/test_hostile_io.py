@@ -460,3 +460,23 @@ def test_packager_archive_member_names_are_sanitised(work):
     assert "not a plain file name" in res.stderr.decode()
     names = [m.name for m in read_archive((work / "out.a").read_bytes())]
     assert names and all("/" not in n for n in names), names
+
+
+def test_a_run_ending_removes_only_its_own_thread_temp_files(tmp_path):
+    """A build tool runs library operations in threads: one run ending must not remove the
+    temporary file another thread is still writing."""
+    opened, release = threading.Event(), threading.Event()
+
+    def other_run():
+        with fileio.atomic_output(tmp_path / "theirs") as f:
+            f.write(b"theirs")
+            opened.set()
+            release.wait(10)
+
+    t = threading.Thread(target=other_run)
+    t.start()
+    assert opened.wait(10)
+    fileio.remove_temp_files()
+    release.set()
+    t.join(10)
+    assert (tmp_path / "theirs").read_bytes() == b"theirs"
