@@ -6,12 +6,10 @@ listings kept to one line with control characters escaped, and files with no off
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import signal
 import stat
-import struct
 import subprocess
 import sys
 import threading
@@ -24,7 +22,6 @@ from offload_tool import fileio
 from offload_tool.errors import OffloadError
 from offload_tool.formats.archive import read_archive, write_archive
 from offload_tool.formats.bundle import BundleEntry, write_binary_bundle
-from offload_tool.inputs import InputChangedError
 from offload_tool.printable import printable
 
 HOST = "host-x86_64-unknown-linux-gnu"
