@@ -102,12 +102,34 @@ def invoked_as(argv0: str | None = None) -> str:
     return argv0
 
 
-def _uint(name: str, text: str, signed: bool) -> int:
+def _llvm_integer(name: str, text: str, signed: bool) -> int:
+    """An option value as LLVM's `cl::opt<unsigned>` / `cl::opt<int>` parses it
+    (`StringRef::getAsInteger(0, ...)`: radix from the prefix, `0x` / `0b` / `0o` / a leading `0`
+    for octal, no sign on an unsigned, no blanks, and the value must fit in 32 bits)."""
     body = text[1:] if signed and text.startswith("-") else text
-    if not body.isascii() or not body.isdigit():
+    digits, radix = body, 10
+    lowered = body.lower()
+    if lowered.startswith("0x"):
+        digits, radix = body[2:], 16
+    elif lowered.startswith("0b"):
+        digits, radix = body[2:], 2
+    elif body.startswith("0o"):
+        digits, radix = body[2:], 8
+    elif len(body) > 1 and body[0] == "0" and body[1].isdigit():
+        digits, radix = body[1:], 8
+    value = None
+    if digits and digits.isascii() and digits.isalnum():
+        try:
+            value = int(digits, radix)
+        except ValueError:
+            value = None
+    if value is not None and body is not text:
+        value = -value
+    low, high = (-(1 << 31), (1 << 31) - 1) if signed else (0, (1 << 32) - 1)
+    if value is None or not low <= value <= high:
         raise UsageError(f"for the --{name} option: '{text}' value invalid for {'integer' if signed else 'uint'} "
                          f"argument!")
-    return int(text)
+    return value
 
 
 def run(argv: list[str], env=os.environ, argv0: str = PROG) -> int:
@@ -127,8 +149,9 @@ def run(argv: list[str], env=os.environ, argv0: str = PROG) -> int:
         raise UsageError("for the --type option: must be specified at least once!")
     files_type = values["type"][-1]
     # Like LLVM's cl::opt, a repeated option keeps its last value.
-    bundle_align = _uint("bundle-align", values["bundle-align"][-1], False) if values["bundle-align"] else 1
-    level = _uint("compression-level", values["compression-level"][-1], True) if values["compression-level"] else None
+    bundle_align = _llvm_integer("bundle-align", values["bundle-align"][-1], False) if values["bundle-align"] else 1
+    level = (_llvm_integer("compression-level", values["compression-level"][-1], True)
+             if values["compression-level"] else None)
     if bundle_align == 0:
         # LLVM 19 divides by zero (SIGFPE); refuse instead.
         raise UsageError("for the --bundle-align option: must be at least 1")
@@ -164,7 +187,9 @@ def run(argv: list[str], env=os.environ, argv0: str = PROG) -> int:
         if targets:
             raise UsageError("-targets option is invalid for -list")
         ids = bundler_api.list_bundle_ids(files_type, inputs[0], llvm_order=True, verbose=verbose, env=env)
-        sys.stdout.write("".join(i + "\n" for i in ids))
+        from ..printable import printable  # an ID from a hostile file must not forge lines
+
+        sys.stdout.write("".join(printable(i) + "\n" for i in ids))
         return 0
     if check_archive:
         if not unbundle:

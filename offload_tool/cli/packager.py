@@ -13,6 +13,7 @@ from .. import __version__
 from ..formats.offload_binary import DEFAULT_LLVM_VERSION
 from ..errors import UsageError
 from ..ops.package import Warnings, bundle_images, unbundle_images
+from ..printable import printable
 from .command_line import ArgumentParser, Option, llvm_version_argument, run_command
 
 __all__ = ["main", "run", "llvm_version_option", "PROG", "PARSER"]
@@ -79,7 +80,7 @@ def run(argv: list[str]) -> int:
         bundle_images(opts.values["image"], output, llvm_version=llvm_version)
     elif input_file is not None:
         unbundle_images(input_file, opts.values["image"], archive=opts.flag("archive"), llvm_version=llvm_version,
-                        warn=Warnings(lambda msg: print(f"{PROG}: warning: {msg}", file=sys.stderr)))
+                        warn=Warnings(lambda msg: print(f"{PROG}: warning: {printable(msg)}", file=sys.stderr)))
     return 0
 
 

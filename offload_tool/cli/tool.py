@@ -11,7 +11,8 @@ from __future__ import annotations
 import sys
 
 from .. import __version__
-from .command_line import ArgumentParser, Option, llvm_version_argument, run_command
+from ..printable import printable
+from .command_line import ArgumentParser, Option, error_line, llvm_version_argument, run_command
 from ..errors import UsageError
 
 PROG = "offload-tool"
@@ -51,6 +52,8 @@ OPTIONS:
   --llvm-version=N    Read OffloadBinary producer kinds as LLVM N does (19..22).  Without it the
                       value 3, which is HIP for LLVM 19/20 but OpenMP|CUDA for LLVM 21+, is
                       shown as 'hip?' with a producer_note
+  --require-images    Exit 1, naming the file and why, when a FILE holds no device image (a
+                      plain file, an object without offload sections); the listing is printed
   -h, --help          Show this help
 """
 
@@ -92,15 +95,20 @@ def _parse(argv: list[str], command: str, help_text: str, flags: list[str], valu
 
 def cmd_inspect(argv: list[str]) -> int:
     from ..ops.inspector import format_table, inspect_file, to_json
-    opts = _parse(argv, "inspect", INSPECT_HELP, ["--json"], ["--llvm-version"])
+    opts = _parse(argv, "inspect", INSPECT_HELP, ["--json", "--require-images"], ["--llvm-version"])
     if opts is None:
         return 0
     files = opts.positionals
     llvm_version = llvm_version_argument(opts.last("llvm-version"))
     images = []
+    empty: dict[str, str] = {}
     for path in files:
-        images.extend(inspect_file(path, llvm_version=llvm_version, keep_data=False))
+        images.extend(inspect_file(path, llvm_version=llvm_version, keep_data=False, reasons=empty))
     sys.stdout.write(to_json(images) + "\n" if opts.flag("json") else format_table(images))
+    if opts.flag("require-images") and empty:
+        for path, why in empty.items():
+            error_line(PROG, f"'{path}': no device images: {why}")
+        return 1
     return 0
 
 
@@ -129,7 +137,7 @@ def cmd_verify(argv: list[str]) -> int:
         result = verify_file(path, require=require, check_entries=check, llvm_version=llvm_version)
         problems = result.problems + ([n for n in result.notes] if check else [])
         for line in problems:
-            sys.stdout.write(line + "\n")
+            sys.stdout.write(printable(line) + "\n")
         if problems:
             status = 1
         elif not quiet:
@@ -138,7 +146,7 @@ def cmd_verify(argv: list[str]) -> int:
                 what.append("required archs " + ",".join(require) + " present")
             if result.entries_checked:
                 what.append(f"{result.entries_checked} entry/image pair(s) consistent")
-            sys.stdout.write(f"{path}: ok: {'; '.join(what)}\n")
+            sys.stdout.write(f"{printable(path)}: ok: {'; '.join(what)}\n")
     return status
 
 

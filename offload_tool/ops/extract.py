@@ -20,7 +20,7 @@ from ..fileio import byte_view
 from ..formats.magic import FileKind, identify
 from ..formats.offload_binary import OFFLOADING_SECTION, OffloadImage, read_offload_binaries
 
-__all__ = ["FoundImage", "find_offload_images", "file_kind", "MAX_ARCHIVE_DEPTH"]
+__all__ = ["FoundImage", "find_offload_images", "file_kind", "why_no_images", "MAX_ARCHIVE_DEPTH"]
 
 MAX_ARCHIVE_DEPTH = 8
 
@@ -46,6 +46,27 @@ def file_kind(buf) -> str:
     """Which searcher extraction uses for `buf` (`identify`'s kind, in extraction's words):
     `package`, `elf`, `coff`, `bitcode`, `archive` or `other` (holds no images)."""
     return _CONTAINER_WORDS.get(identify(buf), "other")
+
+
+_NO_IMAGES = {
+    "package": "the package holds no images",
+    "elf": "an ELF file with no offloading section (SHT_LLVM_OFFLOADING)",
+    "coff": "a COFF object with no .llvm.offloading section",
+    "bitcode": "LLVM bitcode with no llvm.embedded.objects in .llvm.offloading",
+    "archive": "an archive none of whose members holds an offload image",
+}
+
+
+def why_no_images(buf) -> str:
+    """Why `find_offload_images` found nothing in `buf`, in a few words (for a warning)."""
+    word = file_kind(buf)
+    if word in _NO_IMAGES:
+        return _NO_IMAGES[word]
+    kind = identify(buf)
+    if kind is not FileKind.UNKNOWN:
+        return f"not a container offload images are extracted from (a file of kind '{kind.value}')"
+    return ("not an offload package, object file, bitcode or archive (no known magic number)" if len(buf) else
+            "the file is empty")
 
 
 def _elf_images(buf, name: str, member: str | None, llvm_version: int | None) -> list[FoundImage]:

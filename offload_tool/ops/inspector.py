@@ -27,6 +27,7 @@ from ..errors import OffloadError
 from ..fileio import byte_view
 from ..formats.magic import TEXT_BUNDLE_COMMENTS, FileKind, identify, text_bundle_comment
 from ..formats.offload_binary import OffloadImage, objdump_image_kind_name, offload_kind_name
+from ..printable import printable
 
 __all__ = ["DeviceImage", "inspect_buffer", "inspect_file", "format_table", "to_json", "MAX_DEPTH",
            "AMBIGUOUS_PRODUCER", "AMBIGUOUS_PRODUCER_NOTE"]
@@ -368,12 +369,16 @@ def inspect_buffer(buf, name: str, *, llvm_version: int | None = None, keep_data
     return scanner.found
 
 
-def inspect_file(path: str, *, llvm_version: int | None = None, keep_data: bool = True) -> list[DeviceImage]:
+def inspect_file(path: str, *, llvm_version: int | None = None, keep_data: bool = True,
+                 reasons: dict[str, str] | None = None) -> list[DeviceImage]:
     """`inspect_buffer` on a (memory-mapped) file.  Image data is copied out of the map, or
-    dropped (`keep_data=False`) when only the listing is wanted."""
+    dropped (`keep_data=False`) when only the listing is wanted.  When the file holds no image
+    and `reasons` is given, `reasons[path]` says why in a few words (the file is read only once)."""
     from ..fileio import open_input
     with open_input(path) as buf:
         images = inspect_buffer(buf, str(path), llvm_version=llvm_version, keep_data=keep_data)
+        if not images and reasons is not None:
+            reasons[str(path)] = no_images_reason(buf)
         for img in images:
             if isinstance(img.data, memoryview):
                 img.data = bytes(img.data)
@@ -381,6 +386,16 @@ def inspect_file(path: str, *, llvm_version: int | None = None, keep_data: bool 
                 if isinstance(v, memoryview):
                     img.details[k] = bytes(v)
         return images
+
+
+def no_images_reason(buf) -> str:
+    """Why a file without device images has none, from its kind."""
+    if not len(buf):
+        return "the file is empty"
+    kind = identify(buf)
+    if kind is FileKind.UNKNOWN:
+        return "not an offload container, object file, bitcode or archive (no known magic number)"
+    return f"a file of kind '{kind.value}' with no offload sections or entries"
 
 
 def to_json(images: list[DeviceImage]) -> str:
@@ -395,11 +410,13 @@ def format_table(images: list[DeviceImage]) -> str:
     rows = [[str(c).upper() for c in _COLUMNS]]
     notes: list[str] = []
     for img in images:
-        rows.append([img.path, img.container, img.producer, img.triple or "-", img.arch or "-", img.image_kind,
-                     str(img.size), "yes" if img.compressed else "no", img.sha256[:16]])
+        # Names from inside the file, escaped: a newline or escape sequence must not reach the terminal.
+        rows.append([printable(c) for c in (img.path, img.container, img.producer, img.triple or "-",
+                                            img.arch or "-", img.image_kind)]
+                    + [str(img.size), "yes" if img.compressed else "no", img.sha256[:16]])
         if img.producer_note and img.producer_note not in notes:
             notes.append(img.producer_note)
     widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
-    lines += [f"note: {AMBIGUOUS_PRODUCER}: {n}" for n in notes]
+    lines += [f"note: {AMBIGUOUS_PRODUCER}: {printable(n)}" for n in notes]
     return "\n".join(lines) + "\n"

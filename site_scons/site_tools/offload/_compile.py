@@ -21,6 +21,7 @@ import SCons.Tool
 import SCons.Util
 
 from . import _archs, _compdb, _languages, _toolchain
+from . import _consume
 from ._archs import archs_for, file_safe
 from ._builders import (COMPILER_VARS, LAUNCH, LIBRARY_VARS, PACKAGE_EMBED, PY, action, builder, canonical, node, nodes,
                         package_embed_builder, registry, settings, stem, wants)
@@ -253,6 +254,8 @@ def host_object(env, s, target, kw, extra_sources=(), pic=False):
         if pic:
             _pic_overrides(senv, o)
         made = env._OffloadHostCompile(target, [s] + list(extra_sources), **o)
+        if extra_sources:
+            _consume.check_before(env, made)  # the .hipfb clang embeds unread
         if lang.file_identity:
             env.Depends(made, env.Value(_identity(s)))
         _compdb.record(senv.Override(o), made, [s], "OFFLOAD_HOSTCOM")

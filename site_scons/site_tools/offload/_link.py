@@ -18,6 +18,7 @@ import SCons.Scanner.Prog
 import SCons.Util
 
 from . import _archs, _compile, _languages, _libraries, _variables
+from . import _consume
 from ._archs import archs_for, file_safe
 from ._builders import (COMPILER_VARS, LIBRARY_VARS, PACKAGE_EMBED, action, builder, canonical, node, nodes,
                         package_embed_builder, settings)
@@ -222,6 +223,7 @@ def _split_link_inputs(env, target, items_in, kw, pic):
             carrier_images.extend(devices[a] for _, devices in split if a in devices)
     carrier = env._OffloadCarrier(target, carrier_images, _OFFLOAD_CARRIER_REF=ref, **kw)
     env.Requires(carrier, ref)
+    _consume.check_before(env, target)  # the link takes the carrier's images unread
     _compile.clean_stale_archs(env, carrier, target.dir, target.name + ".", (".o",), amd)
     objs = []
     for n, parts in items:
