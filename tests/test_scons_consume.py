@@ -64,3 +64,23 @@ def test_damaged_hipfb_stops_the_build(tmp_path):
     out = cp.stdout + cp.stderr
     assert cp.returncode != 0, out
     assert "offload: error: " in out and "vadd.hipfb: damaged offload container" in out, out
+
+
+def test_damaged_carrier_stops_the_link(tmp_path):
+    """The split AMD device link's carrier (`<program>.offload.o`) is read back before the final
+    link takes its images."""
+    need_tool("clang-19")
+    p = Project(tmp_path / "p")
+    p.write("SConstruct", "env = Environment(tools=['default', 'offload'], OFFLOAD_CLANG='clang-19', "
+                          "OFFLOAD_ARCHS=['gfx90a'])\nenv.OffloadProgram('app', ['src/main.c'])\n")
+    p.write("src/main.c", "int main(void) { int x = 0;\n#pragma omp target map(tofrom: x)\n  x = 1;\n"
+                          "  return x == 1 ? 0 : 1; }\n")
+    p.scons()
+    carrier = p.root / "app.offload.o"
+    assert carrier.exists() and _check_container()(str(carrier)) is None
+    carrier.write_bytes(b"\x7fELF" + b"\0" * 60)
+    os.utime(carrier, (1, 1))
+    (p.root / "app").unlink()  # a partial build that must link again: `scons app`
+    cp = p.scons("app", check=False)
+    out = cp.stdout + cp.stderr
+    assert cp.returncode != 0 and "app.offload.o: damaged offload container" in out, out

@@ -121,7 +121,9 @@ def OffloadProgram(env, target, source, **kw):
     OpenMP device links are nodes of their own when that is safe, see `_split_link_inputs`)."""
     t = _program_name(env, target)
     objs = _link_inputs(env, node(env, t), source, kw)
-    return env._OffloadLink(t, objs, **_link_overrides(env, objs, kw))
+    made = env._OffloadLink(t, objs, **_link_overrides(env, objs, kw))
+    _consume.check_before(env, made)  # the link takes a carrier's images unread
+    return made
 
 
 def OffloadSharedLibrary(env, target, source, **kw):
@@ -129,7 +131,9 @@ def OffloadSharedLibrary(env, target, source, **kw):
     t = (env.subst("$SHLIBPREFIX") + str(target) + env.subst("$SHLIBSUFFIX")
          if isinstance(target, str) and not str(target).endswith(env.subst("$SHLIBSUFFIX")) else target)
     objs = _link_inputs(env, node(env, t), source, kw, pic=True)
-    return env._OffloadShLink(t, objs, **_link_overrides(env, objs, kw))
+    made = env._OffloadShLink(t, objs, **_link_overrides(env, objs, kw))
+    _consume.check_before(env, made)
+    return made
 
 
 def _link_inputs(env, target, sources, kw, pic=False) -> list:
@@ -223,7 +227,6 @@ def _split_link_inputs(env, target, items_in, kw, pic):
             carrier_images.extend(devices[a] for _, devices in split if a in devices)
     carrier = env._OffloadCarrier(target, carrier_images, _OFFLOAD_CARRIER_REF=ref, **kw)
     env.Requires(carrier, ref)
-    _consume.check_before(env, target)  # the link takes the carrier's images unread
     _compile.clean_stale_archs(env, carrier, target.dir, target.name + ".", (".o",), amd)
     objs = []
     for n, parts in items:
