@@ -141,14 +141,15 @@ def load_report(path: str) -> dict:
 
 
 def _measured(a: dict) -> bool:
-    return a["status"] in ("built", "up-to-date")
+    """Built (now, or by the build that last ran it), not a cache hit."""
+    return a["status"] == "built" or (a["status"] == "up-to-date" and a.get("last_status", "built") == "built")
 
 
 def estimate_for_vendor(report: dict, vendor: str, arch: str = "") -> Estimate:
     """What one more arch of `vendor` would cost (`arch`: its name, for the wording only)."""
     validate_report(report)
-    refs = sorted({a["arch"] for a in report["actions"] if a.get("arch") and vendor_of(a["arch"]) == vendor
-                   and a["arch"] != arch})
+    refs = sorted({x for a in report["actions"] for x in ([a["arch"]] if a.get("arch") else a["archs"])
+                   if vendor_of(x) == vendor and x != arch})
     if not refs:
         raise OffloadError(f"the report has no {_VENDOR_WORDS.get(vendor, vendor)} arch to estimate "
                            f"{arch or 'another one'} from")

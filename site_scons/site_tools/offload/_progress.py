@@ -91,12 +91,12 @@ class Counter:
                 self.total = self._count(node)
             else:
                 self._uncount_up_to_date()
-            self.last_decided.append(node)
+            # Its executor now: SCons lets go of an up-to-date node's executor once decided.
+            self.last_decided.append((node, _executor_key(node) if node.has_builder() else None))
 
     def _uncount_up_to_date(self) -> None:
-        for n in self.last_decided:
+        for n, key in self.last_decided:
             if n.get_state() == SCons.Node.up_to_date:
-                key = _executor_key(n)
                 if key in self.counted:
                     self.counted.discard(key)
                     self.total -= 1

@@ -141,7 +141,8 @@ class Recorder:
             current.append(r)
         in_build = {_path(n) for n in self.seen}
         done = {r["targets"][0] for r in current}
-        earlier = [dict(r, status="up-to-date", start_s=None, end_s=None, lane=None)
+        earlier = [dict(r, status="up-to-date", last_status=r.get("last_status") or r["status"], start_s=None,
+                        end_s=None, lane=None)
                    for r in _previous_records(os.path.splitext(self.path)[0] + ".json")
                    if r["targets"][0] in in_build and r["targets"][0] not in done]
         actions = current + earlier
@@ -278,7 +279,7 @@ def _previous_records(path: str) -> list[dict]:
     if not isinstance(old, dict) or old.get("schema") != SCHEMA or not isinstance(old.get("actions"), list):
         return []
     return [r for r in old["actions"] if isinstance(r, dict) and isinstance(r.get("targets"), list) and r["targets"]
-            and r.get("status") in ("built", "up-to-date") and isinstance(r.get("wall_s"), (int, float))]
+            and r.get("status") in ("built", "cached", "up-to-date") and isinstance(r.get("wall_s"), (int, float))]
 
 
 def measure_binary(path: str) -> dict:
