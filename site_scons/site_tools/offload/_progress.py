@@ -111,7 +111,8 @@ class Counter:
 
     # -- PRINT_CMD_LINE_FUNC (action context: any worker thread)
 
-    def prefix(self, target) -> str:
+    def emit(self, s: str, target, emit) -> None:
+        """`emit(prefixed line)` under the counter's lock, so that lines come out in position order."""
         node = target[0] if isinstance(target, (list, tuple)) and target else target
         key = _executor_key(node) if isinstance(node, SCons.Node.Node) else None
         with self.lock:
@@ -124,8 +125,8 @@ class Counter:
                     self.printed[key] = pos
                     self.counted.discard(key)
             total = max(self.total or 0, self.position)
-        width = len(str(total))
-        return f"[{pos:>{width}}/{total}] "
+            width = len(str(total))
+            emit(f"[{pos:>{width}}/{total}] {s}")
 
 
 COUNTER = Counter()
@@ -216,13 +217,19 @@ def count_out_of_date(roots, counts) -> set[int]:
 
 def print_cmd_line(s, target, source, env) -> None:
     """SCons's default printing with the progress prefix, when progress is on for `env`."""
-    line = (COUNTER.prefix(target) + s) if enabled(env) else s
     user = env.get("_OFFLOAD_USER_PRINT_CMD_LINE_FUNC")
-    if user is not None:
-        user(line, target, source, env)
-        return
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
+
+    def emit(line: str) -> None:
+        if user is not None:
+            user(line, target, source, env)
+        else:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+
+    if enabled(env):
+        COUNTER.emit(s, target, emit)
+    else:
+        emit(s)
 
 
 _installed = False
