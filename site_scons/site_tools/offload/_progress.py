@@ -17,7 +17,7 @@ Hooked in through SCons's public interfaces only:
   reuses; a node with an input still to build is counted without asking (its inputs will change).
   Nodes later found up to date after all (an input rebuilt to identical content) are taken off the
   total as SCons decides them. A null build runs no action and prints nothing; the walk does the
-  up-to-date checks the build does anyway, no more (`bench/scons_scale.py` measures it).
+  up-to-date checks the build does anyway, no more (`bench/insight.py` measures it).
 
 Counted per action (an action writing two targets is one), not per node."""
 
