@@ -21,6 +21,10 @@ _ACTION_RE = re.compile(r"^(HOST|CONVERT|DEVICELINK|DEVICE|NVCC|BUNDLE|PACKAGE\+
                         r"UNBUNDLE|MANIFEST)\b(.*)$")
 
 
+# `[ 37/505] ` before an action line when progress is on (OFFLOAD_PROGRESS).
+_PROGRESS_PREFIX = re.compile(r"^\[\s*\d+/\d+\] ")
+
+
 def scons_env() -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
@@ -69,7 +73,7 @@ def actions(cp: subprocess.CompletedProcess) -> list[tuple[str, str]]:
     """The (kind, rest) of each action line a run printed."""
     out = []
     for line in cp.stdout.splitlines():
-        m = _ACTION_RE.match(line.strip())
+        m = _ACTION_RE.match(_PROGRESS_PREFIX.sub("", line.strip()))
         if m:
             out.append((m.group(1), m.group(2).strip()))
     return out

@@ -3,6 +3,7 @@
     offload-tool inspect [--json] [--llvm-version N] FILE...
     offload-tool verify FILE... [--require ARCH[,ARCH...]] [--check-entries | --no-check-entries]
     offload-tool embed HOST.o PACKAGE -o OUT.o          (see `offload-tool embed --help`)
+    offload-tool cost --add ARCH REPORT.json            (see `offload-tool cost --help`)
 
 Errors are one line, `offload-tool: error: <message>`, with exit status 1; never a traceback."""
 
@@ -32,6 +33,7 @@ COMMANDS:
   embed     Add an OffloadBinary package to a host object as .llvm.offloading.
   convert   Rewrite a heterogeneous static library between the old offload driver's bundles and
             the new driver's .llvm.offloading fat objects (--to=new|old IN.a -o OUT.a).
+  cost      Estimate what adding an arch would cost, from a build report (scons --offload-report).
 
 Run '{PROG} <command> --help' for a command's options.
 
@@ -54,6 +56,9 @@ OPTIONS:
                       shown as 'hip?' with a producer_note
   --require-images    Exit 1, naming the file and why, when a FILE holds no device image (a
                       plain file, an object without offload sections); the listing is printed
+                      first
+  --sizes             Instead of the images, bytes per arch and per container kind in each FILE
+                      (and the file's size); with --json, one object per file
   -h, --help          Show this help
 """
 
@@ -73,6 +78,10 @@ OPTIONS:
                       This is ON by default when a file has such entries; with this option a
                       file without entries or without device images is reported too.
   --no-check-entries  Skip the entry check.
+  --max-bytes=KEY:N[,KEY:N...]  Size budgets: KEY is an arch (its device images' bytes, as
+                      'inspect --sizes' counts them), 'device' (all device images) or 'total' (the
+                      file's size); N in bytes or with a K, M or G suffix (powers of 1024).  A
+                      file over a budget is a problem.  May be repeated.
   --llvm-version=N    As for inspect.
   -q, --quiet         Print nothing when all checks hold (default prints one 'ok' line per file)
   -h, --help          Show this help
@@ -95,11 +104,13 @@ def _parse(argv: list[str], command: str, help_text: str, flags: list[str], valu
 
 def cmd_inspect(argv: list[str]) -> int:
     from ..ops.inspector import format_table, inspect_file, to_json
-    opts = _parse(argv, "inspect", INSPECT_HELP, ["--json", "--require-images"], ["--llvm-version"])
+    opts = _parse(argv, "inspect", INSPECT_HELP, ["--json", "--require-images", "--sizes"], ["--llvm-version"])
     if opts is None:
         return 0
     files = opts.positionals
     llvm_version = llvm_version_argument(opts.last("llvm-version"))
+    if opts.flag("sizes"):
+        return _inspect_sizes(files, llvm_version, opts.flag("json"))
     images = []
     empty: dict[str, str] = {}
     for path in files:
@@ -112,10 +123,20 @@ def cmd_inspect(argv: list[str]) -> int:
     return 0
 
 
+def _inspect_sizes(files: list[str], llvm_version, as_json: bool) -> int:
+    import json
+    import os
+    from ..ops.inspector import format_sizes, inspect_file, size_summary
+    summaries = [size_summary(inspect_file(path, llvm_version=llvm_version, keep_data=False), path,
+                              os.path.getsize(path)) for path in files]
+    sys.stdout.write(json.dumps(summaries, indent=2) + "\n" if as_json else format_sizes(summaries))
+    return 0
+
+
 def cmd_verify(argv: list[str]) -> int:
     from ..ops.verify import verify_file
     opts = _parse(argv, "verify", VERIFY_HELP, ["--check-entries", "--no-check-entries", "-q", "--quiet"],
-                  ["--require", "--llvm-version"])
+                  ["--require", "--llvm-version", "--max-bytes"])
     if opts is None:
         return 0
     files = opts.positionals
@@ -132,10 +153,12 @@ def cmd_verify(argv: list[str]) -> int:
                 require.append(arch)
     llvm_version = llvm_version_argument(opts.last("llvm-version"))
     quiet = opts.flag("q", "quiet")
+    budgets = _max_bytes(opts.values["max-bytes"])
     status = 0
     for path in files:
         result = verify_file(path, require=require, check_entries=check, llvm_version=llvm_version)
         problems = result.problems + ([n for n in result.notes] if check else [])
+        problems += _over_budget(result, path, budgets)
         for line in problems:
             sys.stdout.write(printable(line) + "\n")
         if problems:
@@ -146,17 +169,35 @@ def cmd_verify(argv: list[str]) -> int:
                 what.append("required archs " + ",".join(require) + " present")
             if result.entries_checked:
                 what.append(f"{result.entries_checked} entry/image pair(s) consistent")
+            if budgets:
+                what.append("within --max-bytes")
             sys.stdout.write(f"{printable(path)}: ok: {'; '.join(what)}\n")
     return status
+
+
+def _max_bytes(values: list[str]) -> dict[str, int]:
+    from ..ops.verify import parse_max_bytes
+    budgets: dict[str, int] = {}
+    for value in values:
+        budgets.update(parse_max_bytes(value))
+    return budgets
+
+
+def _over_budget(result, path: str, budgets: dict[str, int]) -> list[str]:
+    import os
+    from ..ops.verify import check_max_bytes
+    return check_max_bytes(result.images, path, os.path.getsize(path), budgets) if budgets else []
+
+
+def cmd_cost(argv: list[str]) -> int:
+    from . import cost
+    return cost.run(argv, f"{PROG} cost")
 
 
 def cmd_embed(argv: list[str]) -> int:
     from . import embed
     prog = f"{PROG} embed"
     return run_command(prog, lambda: embed.run(argv, prog))
-
-
-COMMANDS = {"inspect": cmd_inspect, "verify": cmd_verify, "embed": cmd_embed}
 
 
 def cmd_convert(argv: list[str]) -> int:
@@ -166,7 +207,8 @@ def cmd_convert(argv: list[str]) -> int:
     return run_command(prog, lambda: convert.run(argv, prog))
 
 
-COMMANDS["convert"] = cmd_convert
+COMMANDS = {"inspect": cmd_inspect, "verify": cmd_verify, "embed": cmd_embed, "convert": cmd_convert,
+            "cost": cmd_cost}
 
 
 def run(argv: list[str]) -> int:
@@ -180,7 +222,7 @@ def run(argv: list[str]) -> int:
         return 0
     command = COMMANDS.get(argv[0])
     if command is None:
-        raise UsageError(f"unknown command '{argv[0]}' (expected inspect, verify or embed)")
+        raise UsageError(f"unknown command '{argv[0]}' (expected {', '.join(COMMANDS)})")
     return command(argv[1:])
 
 

@@ -30,6 +30,7 @@ from ..formats.offload_binary import OffloadImage, objdump_image_kind_name, offl
 from ..printable import printable
 
 __all__ = ["DeviceImage", "inspect_buffer", "inspect_file", "format_table", "to_json", "MAX_DEPTH",
+           "size_summary", "format_sizes",
            "AMBIGUOUS_PRODUCER", "AMBIGUOUS_PRODUCER_NOTE"]
 
 MAX_DEPTH = 8
@@ -419,4 +420,46 @@ def format_table(images: list[DeviceImage]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
     lines += [f"note: {AMBIGUOUS_PRODUCER}: {printable(n)}" for n in notes]
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# Sizes: what each arch and each container kind takes in a file (`inspect --sizes`, budgets)
+
+def size_summary(images: list[DeviceImage], path: str, file_bytes: int) -> dict:
+    """Bytes of device code in one file, per arch and per (innermost) container kind.
+
+    An image counts its own bytes as `inspect` lists them (decompressed when it was stored
+    compressed; `compressed_images` says how many were), so per-arch sums are what each arch's
+    device code weighs, and a budget on them does not depend on the compression in use.
+    `file_bytes` is the whole file; `host_bytes` the rest of it once device images are taken off
+    (0 when compressed images make the device bytes exceed the file)."""
+    archs: dict[str, dict] = {}
+    containers: dict[str, dict] = {}
+    for img in images:
+        for table, key in ((archs, img.arch or "-"), (containers, img.container)):
+            row = table.setdefault(key, {"bytes": 0, "images": 0})
+            row["bytes"] += img.size
+            row["images"] += 1
+    device = sum(img.size for img in images)
+    return {"path": path, "file_bytes": file_bytes, "device_bytes": device,
+            "host_bytes": max(0, file_bytes - device),
+            "compressed_images": sum(1 for img in images if img.compressed),
+            "archs": dict(sorted(archs.items())), "containers": dict(sorted(containers.items()))}
+
+
+def format_sizes(summaries: list[dict]) -> str:
+    """One block per file: its size, then bytes and share of the file per arch and per container."""
+    lines: list[str] = []
+    for s in summaries:
+        total = s["file_bytes"]
+        lines.append(f"{s['path']}: {total} bytes, {s['device_bytes']} in device images")
+        for title, table in (("arch", s["archs"]), ("container", s["containers"])):
+            for key, row in table.items():
+                share = f"{100.0 * row['bytes'] / total:5.1f}%" if total else "    -"
+                lines.append(f"  {title:<9} {key:<24} {row['bytes']:>12}  {share}  ({row['images']} image"
+                             f"{'' if row['images'] == 1 else 's'})")
+        if s["compressed_images"]:
+            lines.append(f"  note: {s['compressed_images']} image(s) stored compressed; their decompressed bytes "
+                         "are counted")
     return "\n".join(lines) + "\n"

@@ -12,6 +12,7 @@ import os
 import SCons.Errors
 import SCons.Util
 
+from . import _variables
 from ._archs import file_safe
 from ._builders import LIBRARY_VARS, PY, action, builder, canonical, node, nodes, settings
 
@@ -129,8 +130,10 @@ def OffloadConvertArchive(env, source, target=None, to="new", **kw):
 
 def OffloadManifest(env, target, source, **kw):
     """JSON of `offload-tool inspect` for built outputs; `offload-tool verify` of each first
-    (host/device entry consistency; with OFFLOAD_REQUIRE=[archs] or True, the archs too)."""
+    (host/device entry consistency; with OFFLOAD_REQUIRE=[archs] or True, the archs too; with
+    OFFLOAD_MAX_BYTES='ARCH:N,total:N', the size budgets of `verify --max-bytes`)."""
     senv = settings(env, kw)
+    _variables.max_bytes(senv)  # a bad budget is an error now, not when the manifest is built
     o = dict(kw)
     if senv.get("OFFLOAD_REQUIRE") is True:
         o["_OFFLOAD_CANONICAL_ARCHS"] = canonical(senv)

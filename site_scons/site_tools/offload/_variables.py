@@ -259,12 +259,31 @@ def _verify_cmds(target, source, env, for_signature):
     if require is True:
         require = env.get("_OFFLOAD_CANONICAL_ARCHS") or []
     req = ",".join(SCons.Util.flatten(require)) if require else ""
-    if not env.get("OFFLOAD_VERIFY", True) and not req:
+    budgets = max_bytes(env)
+    if not env.get("OFFLOAD_VERIFY", True) and not req and not budgets:
         return ""
     c = "$( $OFFLOAD_PYTHON $) -m offload_tool.cli.tool verify -q " + " ".join(s.get_path() for s in source)
     if req:
         c += " --require=" + req
+    if budgets:
+        c += " --max-bytes=" + budgets
     return c + " &&"
+
+
+def max_bytes(env) -> str:
+    """OFFLOAD_MAX_BYTES as `verify --max-bytes` takes it: 'gfx90a:1M,total:10M', or a dict
+    {'gfx90a': 1 << 20, 'total': '10M'}; checked here so a typo fails when the SConscript is read."""
+    value = env.get("OFFLOAD_MAX_BYTES")
+    if not value:
+        return ""
+    if isinstance(value, dict):
+        value = ",".join(f"{k}:{v}" for k, v in value.items())
+    from offload_tool.errors import UsageError
+    from offload_tool.ops.verify import parse_max_bytes
+    try:
+        return ",".join(f"{k}:{n}" for k, n in parse_max_bytes(str(value)).items())
+    except UsageError as exc:
+        raise SCons.Errors.UserError(f"offload: OFFLOAD_MAX_BYTES: {exc}") from None
 
 
 # --------------------------------------------------------------------------------------------
