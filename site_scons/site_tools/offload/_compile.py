@@ -113,6 +113,9 @@ def _mark(**attributes):
     the link and the reports read it back."""
     def emit(target, source, env):
         lang = env["_OFFLOAD_LANG"]
+        # A target named from its source by the builder's suffix is an Entry until SCons decides;
+        # these are files, and whatever walks the graph (progress, reports) may ask now.
+        target = [env.File(t) for t in target]
         for t in target:
             t.attributes.offload_lang = lang
             if attributes.get("image"):

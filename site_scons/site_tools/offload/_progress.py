@@ -201,6 +201,8 @@ def count_out_of_date(roots, counts) -> set[int]:
             out = False
         else:
             out = any(run.get(id(c), False) for c in _children(n))
+            if isinstance(n, SCons.Node.FS.Entry):
+                n = n.disambiguate()  # what SCons does before building it
             if isinstance(n, SCons.Node.FS.File):
                 if not out:
                     try:
