@@ -13,14 +13,23 @@ Containers are recognised by content, never by file name, and unwrapped recursiv
 An image whose bytes are themselves a container (a fat binary inside an OffloadBinary, a bundle
 inside a package, a bundle inside an archive member, ...) is replaced by the images inside it,
 so the listing always shows the innermost device code.  Host entries of bundles are not device
-images and are not listed.  Nesting is bounded (`MAX_DEPTH`)."""
+images and are not listed.
+
+Work is bounded by the input, not by how often it refers to the same bytes: nesting is bounded by
+the run's `depth` budget, every container and image visited is charged to its `entries` budget,
+and a container at bytes already listed in this scan (entries, sections or headers pointing at
+one payload, a bundle whose entries point at itself) is not listed again but shown as one row
+whose `same_as` names the first listing.  Images that share bytes are hashed once; overlapping
+ones may not make the scan hash more than the input (plus what was decompressed) holds."""
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 from dataclasses import dataclass, field
 
+from .. import budget
 from ..formats import fatbin as _fatbin
 from ..formats import objbundle
 from ..errors import OffloadError
@@ -31,7 +40,8 @@ from ..formats.offload_binary import OffloadImage, objdump_image_kind_name, offl
 __all__ = ["DeviceImage", "inspect_buffer", "inspect_file", "format_table", "to_json", "MAX_DEPTH",
            "AMBIGUOUS_PRODUCER", "AMBIGUOUS_PRODUCER_NOTE"]
 
-MAX_DEPTH = 8
+#: The default nesting limit (the `depth` budget, raised with --budget=depth=N).
+MAX_DEPTH = budget.DEFAULT_LIMITS.depth
 
 #: How producer value 3 is shown when the producing LLVM is not known (see `offload_binary`).
 AMBIGUOUS_PRODUCER = "hip?"
@@ -102,6 +112,28 @@ class _Scanner:
         self.keep_data = keep_data
         self.found: list[DeviceImage] = []
         self.files: list[str] = []
+        # Per buffer the scan reads from (the input, each decompressed payload), by id: the buffer
+        # (kept alive so that no id or address is reused), the containers listed from it by where
+        # they start ((address, kind) -> path) and the hashes of its images ((address, size) -> sha256).
+        self.buffers: dict[int, tuple[object, dict, dict]] = {}
+        self.hash_allowance = 0  # bytes the scan may still hash (see `add`)
+
+    def remember(self, view: memoryview) -> None:
+        """Record what is listed from `view`'s buffer (the input, or a decompressed payload)."""
+        self.buffers.setdefault(id(view.obj), (view.obj, {}, {}))
+        self.hash_allowance += len(view)
+
+    def forget(self, view: memoryview) -> None:
+        """Drop what was recorded about a (decompressed) buffer that is about to be freed."""
+        self.buffers.pop(id(view.obj), None)
+
+    def where(self, data) -> tuple[dict, dict, int, int] | None:
+        """(listed, hashes, address, size) of `data` if it lies in a remembered buffer."""
+        view = data if isinstance(data, memoryview) else memoryview(data)
+        entry = self.buffers.get(id(view.obj))
+        if entry is None or entry[0] is not view.obj:
+            return None
+        return entry[1], entry[2], _address(view), len(view)
 
     # -- dispatch ---------------------------------------------------------------------------
 
@@ -111,23 +143,48 @@ class _Scanner:
 
     def scan_file(self, data, path: str, wrappers: list[str], depth: int) -> None:
         """A whole file or archive member: containers, ELF objects and bitcode are searched."""
-        if depth > MAX_DEPTH:
-            raise OffloadError(f"{path}: containers nested more than {MAX_DEPTH} deep")
         kind = identify(data)
         self.files.append(path)
         try:
             if kind is FileKind.ELF:
-                self.scan_elf(data, path, wrappers, depth)
+                if not self.first_listing(data, "elf", path, wrappers, False):
+                    with budget.nested(path):
+                        self.scan_elf(data, path, wrappers, depth)
             elif kind is FileKind.BITCODE:
-                self.scan_bitcode(data, path, wrappers, depth)
+                if not self.first_listing(data, "bitcode", path, wrappers, False):
+                    with budget.nested(path):
+                        self.scan_bitcode(data, path, wrappers, depth)
             elif kind in _CONTAINERS:
                 self.scan_container(_CONTAINERS[kind], data, path, wrappers, depth, compressed=False)
         finally:
             self.files.pop()
 
+    def first_listing(self, data, kind: str, path: str, wrappers: list[str], compressed: bool) -> bool:
+        """False if the container at `data` was listed before in this scan (or is being listed:
+        an entry pointing at its own container); then one row saying so is added instead."""
+        budget.charge("entries", 1, path)
+        place = self.where(data)
+        if place is None:
+            return False
+        listed, _hashes, address, _size = place
+        first = listed.get((address, kind))
+        if first is None:
+            listed[address, kind] = path
+            return False
+        self.found.append(DeviceImage(
+            path=path, container=kind, producer="", triple="", arch="", image_kind=kind, size=len(data),
+            compressed=compressed, sha256="", wrappers=list(wrappers), file=self.files[-1] if self.files else "",
+            details={"same_as": first}))
+        return True
+
     def scan_container(self, kind: str, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
-        if depth > MAX_DEPTH:
-            raise OffloadError(f"{path}: containers nested more than {MAX_DEPTH} deep")
+        if self.first_listing(data, kind, path, wrappers, compressed):
+            return
+        with budget.nested(path):
+            self.scan_container_once(kind, data, path, wrappers, depth, compressed)
+
+    def scan_container_once(self, kind: str, data, path: str, wrappers: list[str], depth: int,
+                            compressed: bool) -> None:
         if kind == "package":
             self.scan_package(data, path, wrappers, depth, compressed)
         elif kind == "fatbin":
@@ -136,10 +193,14 @@ class _Scanner:
             from ..formats import ccob
             inner, _info = ccob.decompress(data)
             inner = memoryview(inner)
+            self.remember(inner)
             inner_kind = self.container_kind(inner)
             if inner_kind is None:
                 raise OffloadError(f"{path}: compressed bundle does not hold a bundle")
-            self.scan_container(inner_kind, inner, path, wrappers + ["ccob"], depth + 1, compressed=True)
+            try:
+                self.scan_container(inner_kind, inner, path, wrappers + ["ccob"], depth + 1, compressed=True)
+            finally:
+                self.forget(inner)
         elif kind == "bundle":
             from ..formats.bundle import read_binary_bundle
             self.scan_bundle_entries(read_binary_bundle(data), "bundle", path, wrappers, depth, compressed)
@@ -256,7 +317,7 @@ class _Scanner:
             name = sec.name
             spath = f"{path}:{name}"
             if sec.sh_type == elf.SHT_LLVM_OFFLOADING:
-                self.scan_package(sec.data, spath, wrappers + ["elf"], depth + 1, False)
+                self.scan_container("package", sec.data, spath, wrappers + ["elf"], depth + 1, False)
             elif objbundle.is_bundle_section_name(name):
                 # Object bundle: one entry per section; the host entry is a single 0 byte.
                 bid = objbundle.bundle_entry_id_of(name)
@@ -265,6 +326,8 @@ class _Scanner:
             elif name in _HIP_FATBIN_SECTIONS or name in _fatbin.FATBIN_SECTIONS:
                 if sec.sh_type == 8 or not len(sec.data):  # SHT_NOBITS / empty: nothing stored
                     continue
+                if self.first_listing(sec.data, "section", spath, wrappers + ["elf"], False):
+                    continue  # another header for the same bytes
                 try:
                     if name in _HIP_FATBIN_SECTIONS:
                         # A linked program's .hip_fatbin holds one bundle per translation unit, each
@@ -282,11 +345,55 @@ class _Scanner:
                     raise with_file_name(exc, f"{spath} (file offset {sec.offset:#x})") from None
 
     def add(self, image: DeviceImage) -> None:
+        budget.charge("entries", 1, image.path)
         image.file = self.files[-1] if self.files else ""
-        image.sha256 = hashlib.sha256(image.data).hexdigest()
+        place = self.where(image.data)
+        if place is None:  # bytes of its own (a decompressed fat binary entry): hashed once anyway
+            image.sha256 = hashlib.sha256(image.data).hexdigest()
+        else:
+            _listed, hashes, address, size = place
+            digest = hashes.get((address, size))
+            if digest is None:
+                # Images that overlap without being the same bytes would each be hashed anew; those
+                # of a legitimate file cover each byte of the input (or of a decompressed payload) once.
+                self.hash_allowance -= size
+                if self.hash_allowance < 0:
+                    raise OffloadError(f"{image.path}: device images overlap: listing them would hash more "
+                                       f"bytes than the input and its decompressed contents hold")
+                digest = hashes[address, size] = hashlib.sha256(image.data).hexdigest()
+            image.sha256 = digest
         if not self.keep_data:
             image.data = b""  # listing only: do not hold every (decompressed) image in memory
         self.found.append(image)
+
+
+class _PyBuffer(ctypes.Structure):
+    """CPython's `Py_buffer`: only `buf`, the address of the first byte, is read."""
+
+    _fields_ = [("buf", ctypes.c_void_p), ("obj", ctypes.c_void_p), ("len", ctypes.c_ssize_t),
+                ("itemsize", ctypes.c_ssize_t), ("readonly", ctypes.c_int), ("ndim", ctypes.c_int),
+                ("format", ctypes.c_char_p), ("shape", ctypes.c_void_p), ("strides", ctypes.c_void_p),
+                ("suboffsets", ctypes.c_void_p), ("internal", ctypes.c_void_p)]
+
+
+_get_buffer = ctypes.pythonapi.PyObject_GetBuffer
+_get_buffer.argtypes = [ctypes.py_object, ctypes.POINTER(_PyBuffer), ctypes.c_int]
+_get_buffer.restype = ctypes.c_int
+_release_buffer = ctypes.pythonapi.PyBuffer_Release
+_release_buffer.argtypes = [ctypes.POINTER(_PyBuffer)]
+_release_buffer.restype = None
+
+
+def _address(view: memoryview) -> int:
+    """The address of `view`'s first byte.  Slices of one buffer that start at the same byte have
+    the same address: that is how entries pointing at the same bytes are recognised without
+    comparing or hashing them."""
+    buf = _PyBuffer()
+    _get_buffer(view, ctypes.byref(buf), 0)  # PyBUF_SIMPLE: a contiguous view
+    try:
+        return buf.buf or 0
+    finally:
+        _release_buffer(ctypes.byref(buf))
 
 
 def _bundle_extent(data) -> int | None:
@@ -358,8 +465,12 @@ def inspect_buffer(buf, name: str, *, llvm_version: int | None = None, keep_data
 
     With `keep_data=False` each image's bytes are dropped once hashed."""
     scanner = _Scanner(llvm_version, keep_data)
+    view = byte_view(buf)
+    scanner.remember(view)
+    scanner.hash_allowance += len(view) + (1 << 20)
     try:
-        scanner.scan_file(byte_view(buf), name, [], 0)
+        with budget.run():
+            scanner.scan_file(view, name, [], 0)
     except OffloadError as exc:
         raise with_file_name(exc, name) from None
     except (ValueError, IndexError, KeyError, UnicodeError, OverflowError, MemoryError) as exc:
