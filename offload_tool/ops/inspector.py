@@ -315,9 +315,9 @@ class _Scanner:
         from ..formats import elf
         for sec in elf.read_sections(data):
             name = sec.name
-            spath = f"{path}:{name}"
             if sec.sh_type == elf.SHT_LLVM_OFFLOADING:
-                self.scan_container("package", sec.data, spath, wrappers + ["elf"], depth + 1, False)
+                self.scan_container("package", sec.data, self.section_path(path, name), wrappers + ["elf"],
+                                    depth + 1, False)
             elif objbundle.is_bundle_section_name(name):
                 # Object bundle: one entry per section; the host entry is a single 0 byte.
                 bid = objbundle.bundle_entry_id_of(name)
@@ -326,6 +326,7 @@ class _Scanner:
             elif name in _HIP_FATBIN_SECTIONS or name in _fatbin.FATBIN_SECTIONS:
                 if sec.sh_type == 8 or not len(sec.data):  # SHT_NOBITS / empty: nothing stored
                     continue
+                spath = self.section_path(path, name)
                 if self.first_listing(sec.data, "section", spath, wrappers + ["elf"], False):
                     continue  # another header for the same bytes
                 try:
@@ -343,6 +344,13 @@ class _Scanner:
                         self.scan_container(kind, part, ppath, wrappers + ["elf"], depth + 1, False)
                 except OffloadError as exc:
                     raise with_file_name(exc, f"{spath} (file offset {sec.offset:#x})") from None
+
+    @staticmethod
+    def section_path(path: str, name: str) -> str:
+        """`file:section`, made only for sections with offload content (a long name shared by
+        thousands of other headers is not copied for each) and charged to the `names` budget."""
+        budget.charge("names", len(name), f"{path}: section name")
+        return f"{path}:{name}"
 
     def add(self, image: DeviceImage) -> None:
         budget.charge("entries", 1, image.path)
@@ -409,22 +417,24 @@ def _bundle_extent(data) -> int | None:
 
 
 def _split_bundles(data) -> list[tuple[int, memoryview]]:
-    """The bundles stored back to back (zero padding between) in a `.hip_fatbin` section."""
+    """The bundles stored back to back (zero padding between) in a `.hip_fatbin` section.
+
+    Linear in the section's size: each bundle's extent comes from its header, and padding is
+    skipped by searching for the next non-zero byte, never by copying the rest of the section."""
     view = byte_view(data)
     parts: list[tuple[int, memoryview]] = []
     pos = 0
     n = len(view)
     while pos < n:
-        if identify(view[pos:]) not in (FileKind.CLANG_BUNDLE, FileKind.COMPRESSED_BUNDLE):
-            if parts and not any(bytes(view[pos:])):  # trailing padding
-                break
+        if identify(view[pos:pos + 32]) not in (FileKind.CLANG_BUNDLE, FileKind.COMPRESSED_BUNDLE):
             if parts:
-                # Skip zero padding up to the next non-zero byte.
-                rest = bytes(view[pos:])
-                skip = len(rest) - len(rest.lstrip(b"\0"))
-                if skip == 0:
+                # Skip zero padding up to the next non-zero byte; only padding may end the section.
+                nonzero = _next_nonzero(view, pos)
+                if nonzero is None:
+                    break
+                if nonzero == pos:
                     raise OffloadError(f"no bundle at offset {pos:#x} after the previous one")
-                pos += skip
+                pos = nonzero
                 continue
         part = view[pos:]
         extent = _bundle_extent(part)
@@ -436,6 +446,19 @@ def _split_bundles(data) -> list[tuple[int, memoryview]]:
         if len(parts) > 1 << 16:
             raise OffloadError("more than 65536 bundles in one section")
     return parts
+
+
+def _next_nonzero(view: memoryview, pos: int, chunk: int = 1 << 16) -> int | None:
+    """The offset of the first non-zero byte at or after `pos`, or None (searched chunk by chunk)."""
+    n = len(view)
+    while pos < n:
+        block = bytes(view[pos:pos + chunk])
+        stripped = block.lstrip(b"\0")
+        if stripped:
+            return pos + len(block) - len(stripped)
+        pos += len(block)
+        chunk = min(chunk * 2, 1 << 22)
+    return None
 
 
 @dataclass
