@@ -256,7 +256,15 @@ class _Scanner:
         fatbins = _fatbin.read_fatbins(data)
         for j, fb in enumerate(fatbins):
             for i, entry in enumerate(fb.entries):
-                image = entry.image()
+                digest = ""
+                if not self.keep_data and entry.kind != _fatbin.KIND_PTX and entry.compressed:
+                    # Listing only: hash the image as it is decompressed, never holding all of it.
+                    hasher = hashlib.sha256()
+                    for chunk in entry.image_chunks():
+                        hasher.update(chunk)
+                    image, digest = b"", hasher.hexdigest()
+                else:
+                    image = entry.image()
                 if entry.kind == _fatbin.KIND_PTX:
                     kind, image = "ptx", image.split(b"\0", 1)[0]
                 elif entry.kind == _fatbin.KIND_ELF:
@@ -276,7 +284,8 @@ class _Scanner:
                 self.add(DeviceImage(
                     path=label, container="fatbin", producer="cuda",
                     triple="nvptx64-nvidia-cuda" if entry.is_64bit else "nvptx-nvidia-cuda", arch=entry.arch,
-                    image_kind=kind, size=len(image), compressed=compressed or entry.compressed, sha256="",
+                    image_kind=kind, size=len(image) if not digest else entry.uncompressed_size,
+                    compressed=compressed or entry.compressed, sha256=digest,
                     wrappers=list(wrappers), details=details, data=image))
 
     def scan_bundle_entries(self, entries, container: str, path: str, wrappers: list[str], depth: int,
@@ -356,7 +365,9 @@ class _Scanner:
         budget.charge("entries", 1, image.path)
         image.file = self.files[-1] if self.files else ""
         place = self.where(image.data)
-        if place is None:  # bytes of its own (a decompressed fat binary entry): hashed once anyway
+        if image.sha256:  # hashed while it was decompressed
+            pass
+        elif place is None:  # bytes of its own (a decompressed fat binary entry): hashed once anyway
             image.sha256 = hashlib.sha256(image.data).hexdigest()
         else:
             _listed, hashes, address, size = place
