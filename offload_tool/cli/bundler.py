@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
+from .. import budget
 from .command_line import ArgumentParser, Option, run_command
 from ..errors import UsageError
 
@@ -34,6 +35,8 @@ clang-offload-bundler options:
 
   --###                   - Accepted for compatibility: this tool runs no external commands.
   --allow-missing-bundles - Create empty files if bundles are missing when unbundling.
+  --budget=<kind=N,...>   - Raise (or lower) a resource limit: decompressed, entries, depth, names
+                            (also $OFFLOAD_TOOL_BUDGET; see README, Reliability).
   --bundle-align=<uint>   - Alignment of bundle for binary files
   --check-input-archive   - Check if input heterogeneous archive is valid in terms of TargetID rules.
   --compress              - Compress output file when bundling.
@@ -67,7 +70,7 @@ clang-offload-bundler options:
 # flag is accepted and the work is simply done.
 _FLAGS = ("###", "unbundle", "list", "allow-missing-bundles", "check-input-archive", "compress", "hip-openmp-compatible",
           "verbose", "help", "h", "version")
-_VALUES = ("type", "input", "output", "bundle-align", "compression-level")
+_VALUES = ("type", "input", "output", "bundle-align", "compression-level", "budget")
 _COMMA_LISTS = ("targets", "inputs", "outputs")
 
 PARSER = ArgumentParser(PROG, [Option(n) for n in _FLAGS] + [Option(n, value=True) for n in _VALUES]
@@ -85,6 +88,11 @@ def _uint(name: str, text: str, signed: bool) -> int:
 
 def run(argv: list[str], env=os.environ) -> int:
     opts = PARSER.parse(argv)
+    with budget.run(budget.from_option(opts.values["budget"])):
+        return _run(opts, env)
+
+
+def _run(opts, env) -> int:
     flags, values = opts.flags, opts.values
     if flags.get("help") or flags.get("h"):
         sys.stdout.write(HELP)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from .. import __version__
+from .. import __version__, budget
 from .command_line import ArgumentParser, Option, llvm_version_argument, run_command
 from ..errors import UsageError
 
@@ -49,6 +49,8 @@ OPTIONS:
   --llvm-version=N    Read OffloadBinary producer kinds as LLVM N does (19..22).  Without it the
                       value 3, which is HIP for LLVM 19/20 but OpenMP|CUDA for LLVM 21+, is
                       shown as 'hip?' with a producer_note
+  --budget=KIND=N,... Raise (or lower) a resource limit for this run: decompressed, entries,
+                      depth, names (also $OFFLOAD_TOOL_BUDGET; see README, Reliability)
   -h, --help          Show this help
 """
 
@@ -69,6 +71,7 @@ OPTIONS:
                       file without entries or without device images is reported too.
   --no-check-entries  Skip the entry check.
   --llvm-version=N    As for inspect.
+  --budget=KIND=N,... As for inspect.
   -q, --quiet         Print nothing when all checks hold (default prints one 'ok' line per file)
   -h, --help          Show this help
 """
@@ -78,7 +81,7 @@ def _parse(argv: list[str], command: str, help_text: str, flags: list[str], valu
     """A command's options (names with their dashes; `-h`/`--help` added), parsed by the shared
     parser; None when help was asked for (and printed).  Files are required."""
     options = [Option(n.lstrip("-")) for n in flags + ["-h", "--help"]] + [Option(n.lstrip("-"), value=True)
-                                                                          for n in valued]
+                                                                          for n in valued + ["--budget"]]
     opts = ArgumentParser(PROG, options).parse(argv)
     if opts.flag("h", "help"):
         sys.stdout.write(help_text)
@@ -96,8 +99,9 @@ def cmd_inspect(argv: list[str]) -> int:
     files = opts.positionals
     llvm_version = llvm_version_argument(opts.last("llvm-version"))
     images = []
-    for path in files:
-        images.extend(inspect_file(path, llvm_version=llvm_version, keep_data=False))
+    with budget.run(budget.from_option(opts.values["budget"])):
+        for path in files:
+            images.extend(inspect_file(path, llvm_version=llvm_version, keep_data=False))
     sys.stdout.write(to_json(images) + "\n" if opts.flag("json") else format_table(images))
     return 0
 
@@ -123,8 +127,10 @@ def cmd_verify(argv: list[str]) -> int:
     llvm_version = llvm_version_argument(opts.last("llvm-version"))
     quiet = opts.flag("q", "quiet")
     status = 0
+    limits = budget.from_option(opts.values["budget"])
     for path in files:
-        result = verify_file(path, require=require, check_entries=check, llvm_version=llvm_version)
+        with budget.run(limits):
+            result = verify_file(path, require=require, check_entries=check, llvm_version=llvm_version)
         problems = result.problems + ([n for n in result.notes] if check else [])
         for line in problems:
             sys.stdout.write(line + "\n")

@@ -12,6 +12,7 @@ import os
 from contextlib import ExitStack
 from typing import Mapping, Sequence
 
+from .. import budget
 from ..errors import OffloadError, UsageError
 from ..fileio import atomic_output, open_input, safe_join, sanitize_name
 from ..formats.offload_binary import (DEFAULT_LLVM_VERSION, OffloadImage, image_kind_for_file,
@@ -55,6 +56,7 @@ def _strerror(exc: OSError) -> str:
     return exc.strerror or os.strerror(exc.errno or 0) or str(exc)
 
 
+@budget.metered
 def bundle_images(images: list[str], output: str, *, llvm_version: int = DEFAULT_LLVM_VERSION) -> None:
     """Package: one OffloadBinary per `file` of each `--image` string, concatenated, written atomically."""
     write_package([parse_image_arguments(image) for image in images], output, llvm_version=llvm_version)
@@ -123,6 +125,7 @@ def _matches(found: FoundImage, args: DenseMap, llvm_version: int) -> bool:
     return True
 
 
+@budget.metered
 def unbundle_images(input_file: str, images: list[str], *, archive: bool = False,
                     llvm_version: int = DEFAULT_LLVM_VERSION, warn=None, directory: str = ".") -> list[str]:
     """Extract: for each `--image`, the matching images of `input_file`; returns the paths written.
