@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
+from .. import budget
 from .command_line import ArgumentParser, Option, run_command
 from ..errors import UsageError
 
@@ -86,7 +87,8 @@ def help_text(prog: str, style: str = "help") -> str:
 # are printed, and nothing is written.
 _FLAGS = ("###", "unbundle", "list", "allow-missing-bundles", "check-input-archive", "compress", "hip-openmp-compatible",
           "verbose", "help", "h", "help-hidden", "help-list", "help-list-hidden", "version")
-_VALUES = ("type", "input", "output", "bundle-align", "compression-level")
+# `-budget=` is this tool's own (README, Reliability); LLVM's help has no line for it, nor does ours.
+_VALUES = ("type", "input", "output", "bundle-align", "compression-level", "budget")
 _COMMA_LISTS = ("targets", "inputs", "outputs")
 _OPTIONS = ([Option(n) for n in _FLAGS] + [Option(n, value=True) for n in _VALUES]
             + [Option(n, value=True, comma_list=True) for n in _COMMA_LISTS])
@@ -134,9 +136,13 @@ def _llvm_integer(name: str, text: str, signed: bool) -> int:
 
 def run(argv: list[str], env=os.environ, argv0: str = PROG) -> int:
     """The command line `argv` (without the program name); `argv0` is the name it was invoked by."""
-    prog = os.path.basename(argv0) or PROG
     # LLVM's option errors say "Try: '<argv[0]> --help'".
     opts = (PARSER if argv0 == PROG else ArgumentParser(argv0, _OPTIONS, style="llvm", positionals=False)).parse(argv)
+    with budget.run(budget.from_option(opts.values["budget"])):
+        return _run(opts, env, os.path.basename(argv0) or PROG, argv0)
+
+
+def _run(opts, env, prog: str, argv0: str) -> int:
     flags, values = opts.flags, opts.values
     for style in ("help-list-hidden", "help-list", "help-hidden", "help", "h"):
         if flags.get(style):

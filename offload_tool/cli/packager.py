@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from .. import __version__
+from .. import __version__, budget
 from ..formats.offload_binary import DEFAULT_LLVM_VERSION
 from ..errors import UsageError
 from ..ops.package import Warnings, bundle_images, unbundle_images
@@ -38,6 +38,8 @@ Generic Options:
 {PROG} options:
 
   --archive                   - Write extracted files to a static archive
+  --budget=<kind=N,...>       - Raise (or lower) a resource limit: decompressed, entries, depth, names
+                                (also $OFFLOAD_TOOL_BUDGET; see README, Reliability).
   --image=<<key>=<value>,...> - List of key and value arguments. Required keywords are 'file' and 'triple'.
   --llvm-version=<N>          - Offload kind numbering of LLVM N (19: hip=3, 22: hip=4; default 19).
   -o <file>                   - Write output to <file>.
@@ -50,7 +52,7 @@ Generic Options:
 
 
 PARSER = ArgumentParser(PROG, [Option("o", value=True), Option("image", value=True), Option("llvm-version", value=True),
-                              Option("archive"), Option("help"), Option("help-list"), Option("help-hidden"),
+                              Option("budget", value=True), Option("archive"), Option("help"), Option("help-list"), Option("help-hidden"),
                               Option("help-list-hidden"), Option("version")],
                         style="llvm", max_positionals=1)
 
@@ -64,6 +66,11 @@ def llvm_version_option(text: str | None) -> int:
 def run(argv: list[str]) -> int:
     """The packager's command line: package (`-o`) or extract (an input file)."""
     opts = PARSER.parse(argv)
+    with budget.run(budget.from_option(opts.values["budget"])):
+        return _run(opts)
+
+
+def _run(opts) -> int:
     llvm_version = llvm_version_option(opts.last("llvm-version"))
     if opts.flag("help", "help-list", "help-hidden", "help-list-hidden"):
         sys.stdout.write(HELP)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from .. import __version__
+from .. import __version__, budget
 from ..printable import printable
 from .command_line import ArgumentParser, Option, error_line, llvm_version_argument, run_command
 from ..errors import UsageError
@@ -59,6 +59,8 @@ OPTIONS:
                       first
   --sizes             Instead of the images, bytes per arch and per container kind in each FILE
                       (and the file's size); with --json, one object per file
+  --budget=KIND=N,... Raise (or lower) a resource limit for this run: decompressed, entries,
+                      depth, names (also $OFFLOAD_TOOL_BUDGET; see README, Reliability)
   -h, --help          Show this help
 """
 
@@ -83,6 +85,7 @@ OPTIONS:
                       file's size); N in bytes or with a K, M or G suffix (powers of 1024).  A
                       file over a budget is a problem.  May be repeated.
   --llvm-version=N    As for inspect.
+  --budget=KIND=N,... As for inspect.
   -q, --quiet         Print nothing when all checks hold (default prints one 'ok' line per file)
   -h, --help          Show this help
 """
@@ -92,7 +95,7 @@ def _parse(argv: list[str], command: str, help_text: str, flags: list[str], valu
     """A command's options (names with their dashes; `-h`/`--help` added), parsed by the shared
     parser; None when help was asked for (and printed).  Files are required."""
     options = [Option(n.lstrip("-")) for n in flags + ["-h", "--help"]] + [Option(n.lstrip("-"), value=True)
-                                                                          for n in valued]
+                                                                          for n in valued + ["--budget"]]
     opts = ArgumentParser(PROG, options).parse(argv)
     if opts.flag("h", "help"):
         sys.stdout.write(help_text)
@@ -109,12 +112,15 @@ def cmd_inspect(argv: list[str]) -> int:
         return 0
     files = opts.positionals
     llvm_version = llvm_version_argument(opts.last("llvm-version"))
+    limits = budget.from_option(opts.values["budget"])
     if opts.flag("sizes"):
-        return _inspect_sizes(files, llvm_version, opts.flag("json"))
+        with budget.run(limits):
+            return _inspect_sizes(files, llvm_version, opts.flag("json"))
     images = []
     empty: dict[str, str] = {}
-    for path in files:
-        images.extend(inspect_file(path, llvm_version=llvm_version, keep_data=False, reasons=empty))
+    with budget.run(limits):
+        for path in files:
+            images.extend(inspect_file(path, llvm_version=llvm_version, keep_data=False, reasons=empty))
     sys.stdout.write(to_json(images) + "\n" if opts.flag("json") else format_table(images))
     if opts.flag("require-images") and empty:
         for path, why in empty.items():
@@ -155,8 +161,10 @@ def cmd_verify(argv: list[str]) -> int:
     quiet = opts.flag("q", "quiet")
     budgets = _max_bytes(opts.values["max-bytes"])
     status = 0
+    limits = budget.from_option(opts.values["budget"])
     for path in files:
-        result = verify_file(path, require=require, check_entries=check, llvm_version=llvm_version)
+        with budget.run(limits):
+            result = verify_file(path, require=require, check_entries=check, llvm_version=llvm_version)
         problems = result.problems + ([n for n in result.notes] if check else [])
         problems += _over_budget(result, path, budgets)
         for line in problems:

@@ -34,6 +34,7 @@ from collections import namedtuple
 from dataclasses import dataclass
 from typing import BinaryIO, Callable
 
+from .. import budget
 from ..errors import ElfError
 from ..fileio import byte_view
 from .layout import field_error
@@ -364,10 +365,17 @@ class _Elf:
                                         f"names is SHT_NOBITS")
             names = bytes(self.buf[sh.sh_offset:sh.sh_offset + sh.sh_size])
         self.shstrtab = names
+        budget.charge("entries", len(headers), f"ELF section header table at {e.e_shoff:#x}")
         sections = []
+        resolved: dict[int, str] = {}  # sh_name -> name: headers sharing a name share one string
+        # Names at distinct offsets may overlap (suffixes of one long name); a legitimate table
+        # (tail-merged by the writer) decodes to a few times its size at most.
+        allowance = 4 * len(names) + (64 << 10)
         for i, h in enumerate(headers):
             if shstrndx == SHN_UNDEF or (i == 0 and h.sh_name == 0):
                 name = ""
+            elif h.sh_name in resolved:
+                name = resolved[h.sh_name]
             else:
                 if h.sh_name >= len(names):
                     raise ElfError(f"section {i} (header at {e.e_shoff + i * self.shdr_struct.size:#x}): sh_name "
@@ -376,7 +384,13 @@ class _Elf:
                 if end < 0:
                     raise ElfError(f"section {i}: sh_name {h.sh_name:#x}: name is not NUL-terminated in the "
                                    f"section name table")
-                name = names[h.sh_name:end].decode("utf-8", "surrogateescape")
+                allowance -= end - h.sh_name
+                if allowance < 0:
+                    raise ElfError(f"section {i} (header at {e.e_shoff + i * self.shdr_struct.size:#x}): section "
+                                   f"names overlap: they would take more than four times the {len(names)}-byte "
+                                   f"section name table")
+                budget.charge("names", end - h.sh_name, f"section {i} name")
+                name = resolved[h.sh_name] = names[h.sh_name:end].decode("utf-8", "surrogateescape")
             if h.sh_type == SHT_NOBITS:
                 data = self.buf[0:0]
             else:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import BinaryIO, Mapping
 
+from .. import budget
 from ..errors import OffloadBinaryError
 from ..rules import llvm_path
 from ..fileio import byte_view
@@ -191,8 +192,9 @@ class _StringReader:
 
     LLVM reads the strings without any checks; here every string must end inside the binary,
     NUL searches never rescan bytes (offsets are resolved in ascending order), equal offsets
-    share one decoded string, and the decoded total is capped so a hostile table cannot make
-    us build gigabytes of overlapping strings."""
+    share one decoded string, and the decoded total is capped at four times the binary's size
+    (tail-merged tables of real binaries decode to less than their size) and charged to the run's
+    `names` budget, so a hostile table cannot make us build gigabytes of overlapping strings."""
 
     def __init__(self, buf, base: int, size: int, offsets: set[int]) -> None:
         self.buf, self.base, self.size = buf, base, size
@@ -207,7 +209,7 @@ class _StringReader:
                         f"offload binary at offset {base:#x}: string at {off:#x} is not NUL-terminated inside the binary")
             self.nul[off] = prev_nul
         self.cache: dict[int, str] = {}
-        self.budget = max(16 << 20, 4 * size)
+        self.budget = 4 * size
 
     def get(self, off: int) -> str:
         s = self.cache.get(off)
@@ -217,7 +219,9 @@ class _StringReader:
             self.budget -= n
             if self.budget < 0:
                 raise OffloadBinaryError(
-                    f"offload binary at offset {self.base:#x}: string table references are implausibly large")
+                    f"offload binary at offset {self.base:#x}: string table references are implausibly large "
+                    f"(overlapping strings decode to more than four times the {self.size}-byte binary)")
+            budget.charge("names", n, f"offload binary at offset {self.base:#x}: string at {off:#x}")
             s = self.cache[off] = bytes(self.buf[start:start + n]).decode("utf-8", "surrogateescape")
         return s
 
@@ -300,6 +304,7 @@ def read_offload_binaries(buf, *, llvm_version: int | None = None) -> list[Offlo
     images = []
     offset = 0
     while offset < len(view):
+        budget.charge("entries", 1, f"offload binary at offset {offset:#x}")
         img = read_offload_binary(view, offset, llvm_version=llvm_version)
         images.append(img)
         offset += img.size

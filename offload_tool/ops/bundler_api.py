@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
+from .. import budget
 from ..formats.bundle import (BundleEntry, bundle_chunks, bundle_size, read_binary_bundle, read_text_bundle,
                      stringmap_entries)
 from ..errors import BundleError, BundleFormatError, CompressionError, OffloadError, UsageError
@@ -273,6 +274,7 @@ def _write(output, kind: str, files_type: str, entries: Sequence[BundleEntry], c
             _stream(out, bundle_chunks(entries, files_type, bundle_align), file_slices or {})
 
 
+@budget.metered
 def bundle(files_type: str, targets: list[str], inputs: list[str], output: str, *, bundle_align: int = 1,
            compress: bool | str | None = None, compression_level: int | None = None,
            hip_openmp_compatible: bool = False, verbose: bool | None = None,
@@ -342,6 +344,7 @@ def _read_any(buf, files_type: str | None, cfg: BundlerConfig) -> Bundle:
     return Bundle(kind, _read_entries(kind, data, ftype), info)
 
 
+@budget.metered
 def read_bundle(source: str | os.PathLike | bytes | bytearray | memoryview, files_type: str | None = None, *,
                 verbose: bool | None = False, env: Mapping[str, str] = os.environ) -> Bundle:
     """Read a bundle (binary, text or object; compressed or not) from a path or a buffer.
@@ -355,6 +358,7 @@ def read_bundle(source: str | os.PathLike | bytes | bytearray | memoryview, file
         return _read_any(buf, files_type, cfg)
 
 
+@budget.metered
 def list_bundle_ids(files_type: str, input: str | os.PathLike, *, llvm_order: bool = False,
                     verbose: bool | None = None, env: Mapping[str, str] = os.environ) -> list[str]:
     """The bundle entry IDs of a bundle: file order, or with `llvm_order=True` the order LLVM 19's
@@ -404,6 +408,7 @@ def plan_unbundle(entries: list[BundleEntry], targets: list[str], *, hip_openmp_
     return assigned, [n for _, n in worklist.items()]
 
 
+@budget.metered
 def unbundle(files_type: str, targets: list[str], input: str | os.PathLike, outputs: list[str], *,
              allow_missing_bundles: bool = False, hip_openmp_compatible: bool = False,
              check_input_archive: bool = False, verbose: bool | None = None,

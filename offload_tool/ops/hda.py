@@ -31,6 +31,7 @@ import os
 import re
 from functools import lru_cache
 
+from .. import budget
 from ..rules import llvm_path
 from ..formats.archive import read_archive, write_archive
 from ..errors import BundleError, CompressionError, UsageError
@@ -132,6 +133,7 @@ def _check_archive(members, archive_path: str) -> None:
                               f"{archive_path}")
 
 
+@budget.metered
 def unbundle_archive(input_path, targets: list[str], output_paths: list[str], *, allow_missing_bundles: bool = False,
                      check_input_archive: bool = False, hip_openmp_compatible: bool = False) -> None:
     """Write one device-specific archive per target (standardized bundle entry IDs) from the

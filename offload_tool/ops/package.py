@@ -11,6 +11,7 @@ from __future__ import annotations
 from contextlib import ExitStack
 from typing import Mapping, Sequence
 
+from .. import budget
 from ..errors import UsageError
 from ..fileio import atomic_output, open_input, open_input_file, output_transaction, safe_join, sanitize_name
 from ..formats.offload_binary import (DEFAULT_LLVM_VERSION, OffloadImage, image_kind_for_file,
@@ -51,6 +52,7 @@ def parse_image_arguments(image: str) -> DenseMap:
     return args
 
 
+@budget.metered
 def bundle_images(images: list[str], output: str, *, llvm_version: int = DEFAULT_LLVM_VERSION) -> None:
     """Package: one OffloadBinary per `file` of each `--image` string, concatenated, written atomically."""
     write_package([parse_image_arguments(image) for image in images], output, llvm_version=llvm_version)
@@ -115,6 +117,7 @@ def _matches(found: FoundImage, args: DenseMap, llvm_version: int) -> bool:
     return True
 
 
+@budget.metered
 def unbundle_images(input_file: str, images: list[str], *, archive: bool = False,
                     llvm_version: int = DEFAULT_LLVM_VERSION, warn=None, directory: str = ".") -> list[str]:
     """Extract: for each `--image`, the matching images of `input_file`; returns the paths written.

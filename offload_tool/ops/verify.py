@@ -48,6 +48,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 
+from .. import budget
 from ..formats.bitcode import bitcode_symbols
 from ..formats.elf import open_elffile
 from ..errors import ElfError, OffloadError, UsageError
@@ -378,6 +379,7 @@ def verify_buffer(buf, name: str, *, require: list[str] = (), check_entries: boo
     return result
 
 
+@budget.metered
 def verify_file(path: str, *, require: list[str] = (), check_entries: bool | None = None,
                 llvm_version: int | None = None) -> VerifyResult:
     from ..fileio import open_input
