@@ -304,7 +304,7 @@ def read_offload_binaries(buf, *, llvm_version: int | None = None) -> list[Offlo
     images = []
     offset = 0
     while offset < len(view):
-        if _header_version(view, offset) == 2:
+        if (_header_version(view, offset) or 0) >= 2:
             from .offload_binary_v2 import read_offload_binary_v2
 
             entries = read_offload_binary_v2(view, offset, llvm_version=llvm_version)

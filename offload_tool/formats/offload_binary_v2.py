@@ -106,7 +106,8 @@ def read_offload_binary_v2(buf, offset: int = 0, *, llvm_version: int | None = N
     if h.Magic != MAGIC:
         raise bad(offset, "Magic", f"{h.Magic.hex()} is not 10ff10ad")
     if h.Version != VERSION_2:
-        raise bad(offset + HEADER_V2.offset_of("Version"), "Version", f"{h.Version} is not 2")
+        raise bad(offset + HEADER_V2.offset_of("Version"), "Version",
+                  f"{h.Version} is not a version this reader knows (1 or 2)")
     size = h.Size
     if size > avail or size < HEADER_V2.size + ENTRY.size:
         raise bad(offset + HEADER_V2.offset_of("Size"), "Size",

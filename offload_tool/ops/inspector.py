@@ -184,8 +184,8 @@ class _Scanner:
             path=path, container="offload-binary", producer=producer, triple=img.triple, arch=img.arch,
             image_kind=kind, size=len(img.image), compressed=compressed, sha256="", wrappers=list(wrappers),
             producer_note=note, details={"offload_kind": img.offload_kind, "flags": img.flags,
-                                         "strings": dict(img.strings), "version": img.version,
-                                         "entry": img.index}, data=img.image))
+                                         "strings": dict(img.strings), "binary_version": img.version,
+                                         "entry_index": img.index}, data=img.image))
 
     def producer_of(self, img: OffloadImage) -> tuple[str, str | None]:
         if self.llvm_version is None and img.offload_kind == 3:
