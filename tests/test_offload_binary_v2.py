@@ -4,6 +4,7 @@ our writer's bytes, the CLIs, and bad input as one error line naming offset and 
 
 from __future__ import annotations
 
+import io
 import json
 import struct
 
@@ -183,3 +184,26 @@ def test_cli_reports_bad_v2_as_one_line(tmp_path):
         assert res.returncode == 1
         lines = res.stderr.decode().strip().splitlines()
         assert len(lines) == 1 and "EntriesCount" in lines[0] and "offset 0x18" in lines[0], res.stderr
+
+
+def test_inspect_splits_concatenated_ccobs_by_their_size_fields(tmp_path):
+    # Two compressed bundles back to back (as LLVM writes them into one section): each header's
+    # total size field, not a search for "CCOB", says where the next one begins.
+    from offload_tool.formats import ccob
+    from offload_tool.formats.bundle import BundleEntry, write_binary_bundle
+    from offload_tool.ops.inspector import inspect_buffer
+
+    def bundle(arch: str, code: bytes) -> bytes:
+        out = io.BytesIO()
+        write_binary_bundle([BundleEntry("host-x86_64-unknown-linux-gnu", b""),
+                             BundleEntry(f"hip-amdgcn-amd-amdhsa--{arch}", code)], out)
+        return ccob.compress(out.getvalue(), version=3)
+
+    first = bundle("gfx906", b"device code naming CCOB, not a header" * 3)
+    data = first + bundle("gfx90a", b"second")
+    images = [i for i in inspect_buffer(data, "two.ccob") if i.arch]
+    assert [(i.arch, i.compressed, i.path.split("@")[1].split("[")[0]) for i in images] == [
+        ("gfx906", True, "0x0"), ("gfx90a", True, hex(len(first)))]
+    with budget.run(budget.DEFAULT_LIMITS.replace(entries=1)):
+        with pytest.raises(BudgetError):
+            inspect_buffer(data + data, "four.ccob")
