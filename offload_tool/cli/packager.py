@@ -19,7 +19,7 @@ from .command_line import ArgumentParser, Option, llvm_version_argument, run_com
 __all__ = ["main", "run", "llvm_version_option", "PROG", "PARSER"]
 
 PROG = "offload-packager"
-LLVM_RELEASE = {19: "19.1.7", 20: "20.1", 22: "22.1.8"}
+LLVM_RELEASE = {19: "19.1.7", 20: "20.1", 22: "22.1.8", 23: "23 (OffloadBinary version 2)"}
 
 HELP = f"""OVERVIEW: A utility for bundling several object files into a single binary.
 The output binary can then be embedded into the host section table
@@ -41,7 +41,8 @@ Generic Options:
   --budget=<kind=N,...>       - Raise (or lower) a resource limit: decompressed, entries, depth, names
                                 (also $OFFLOAD_TOOL_BUDGET; see README, Reliability).
   --image=<<key>=<value>,...> - List of key and value arguments. Required keywords are 'file' and 'triple'.
-  --llvm-version=<N>          - Offload kind numbering of LLVM N (19: hip=3, 22: hip=4; default 19).
+  --llvm-version=<N>          - Offload kind numbering of LLVM N (19: hip=3, 22: hip=4; default 19);
+                                23 writes one version 2 binary holding every image.
   -o <file>                   - Write output to <file>.
 """
 

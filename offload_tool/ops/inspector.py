@@ -191,6 +191,10 @@ class _Scanner:
             self.scan_package(data, path, wrappers, depth, compressed)
         elif kind == "fatbin":
             self.scan_fatbin(data, path, wrappers, compressed)
+        elif kind == "ccob" and (parts := _ccob_parts(data)) is not None:
+            # Several CCOBs back to back: each header's total size says where the next begins.
+            for start, part in parts:
+                self.scan_container("ccob", part, f"{path}@{start:#x}", wrappers, depth, compressed)
         elif kind == "ccob":
             from ..formats import ccob
             inner, _info = ccob.decompress(data)
@@ -247,7 +251,8 @@ class _Scanner:
             path=path, container="offload-binary", producer=producer, triple=img.triple, arch=img.arch,
             image_kind=kind, size=len(img.image), compressed=compressed, sha256="", wrappers=list(wrappers),
             producer_note=note, details={"offload_kind": img.offload_kind, "flags": img.flags,
-                                         "strings": dict(img.strings)}, data=img.image))
+                                         "strings": dict(img.strings), "binary_version": img.version,
+                                         "entry_index": img.index}, data=img.image))
 
     def producer_of(self, img: OffloadImage) -> tuple[str, str | None]:
         if self.llvm_version is None and img.offload_kind == 3:
@@ -427,6 +432,33 @@ def _bundle_extent(data) -> int | None:
     entries = read_binary_bundle(data)
     header = 24 + 8 + sum(24 + len(e.bundle_entry_id.encode("utf-8", "surrogateescape")) for e in entries)
     return max([header] + [e.offset + e.size for e in entries])
+
+
+def _ccob_parts(data) -> list[tuple[int, memoryview]] | None:
+    """The CCOBs stored back to back in `data`, split by each header's total size field (never by
+    searching for the magic), or None when the first CCOB spans all of `data`.
+
+    Only version 3 headers (and version 2 ones, whose 32-bit total size cannot wrap below 4 GiB)
+    record their size; a CCOB without one takes the rest.  Each part is charged to the run's
+    `entries` budget, and a size that does not move forward is an error."""
+    from ..formats import ccob
+
+    view = byte_view(data)
+    first = ccob.read_header(view)
+    if first.total_size is None or first.total_size >= len(view):
+        return None
+    parts: list[tuple[int, memoryview]] = []
+    pos = 0
+    while pos < len(view):
+        budget.charge("entries", 1, f"compressed bundle at offset {pos:#x}")
+        try:
+            info = ccob.read_header(view[pos:])
+        except OffloadError as exc:
+            raise type(exc)(f"compressed bundle at offset {pos:#x}: {exc}") from None
+        extent = info.total_size if info.total_size is not None else len(view) - pos
+        parts.append((pos, view[pos:pos + extent]))
+        pos += extent
+    return parts
 
 
 def _split_bundles(data) -> list[tuple[int, memoryview]]:

@@ -14,6 +14,7 @@ from typing import Mapping, Sequence
 from .. import budget
 from ..errors import UsageError
 from ..fileio import atomic_output, open_input, open_input_file, output_transaction, safe_join, sanitize_name
+from ..formats.offload_binary_v2 import V2_LLVM_VERSION, write_offload_binary_v2_to
 from ..formats.offload_binary import (DEFAULT_LLVM_VERSION, OffloadImage, image_kind_for_file,
                                       image_kind_name, offload_kind_value, write_offload_binary_to)
 from ..rules import llvm_path
@@ -95,12 +96,19 @@ def write_package(images: Sequence[Mapping[str, str]], output: str, *,
                 planned.append(OffloadImage(image_kind_for_file(path, data), offload_kind, 0, dict(strings), data,
                                             llvm_version))
         with atomic_output(output) as out:
-            for img in planned:
-                write_offload_binary_to(out, img)
+            if llvm_version >= V2_LLVM_VERSION:
+                # LLVM 23 writes one version 2 binary holding every image.
+                write_offload_binary_v2_to(out, planned)
+            else:
+                for img in planned:
+                    write_offload_binary_to(out, img)
 
 
 def generated_name(input_file: str, img: OffloadImage, idx: int, llvm_version: int = DEFAULT_LLVM_VERSION) -> str:
-    """LLVM 19's name for an extracted image without `file=`: `<stem>-<triple>-<arch>.<idx>.<kind>`."""
+    """LLVM 19's name for an extracted image without `file=`: `<stem>-<triple>-<arch>.<idx>.<kind>`
+    (LLVM 23 leaves out `-<arch>` when the image has no arch)."""
+    if llvm_version >= V2_LLVM_VERSION and not img.arch:
+        return f"{llvm_path.stem(input_file)}-{img.triple}.{idx}.{image_kind_name(img.image_kind, llvm_version)}"
     return f"{llvm_path.stem(input_file)}-{img.triple}-{img.arch}.{idx}.{image_kind_name(img.image_kind, llvm_version)}"
 
 
