@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import struct
 
-from offload_tool.formats import bundle as _bundle
 from offload_tool.formats import ccob as _ccob
 from offload_tool.formats import fatbin as _fatbin
 from offload_tool.formats.offload_binary import make_image, write_offload_binary

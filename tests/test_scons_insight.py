@@ -44,7 +44,6 @@ def _project(tmp_path, name="proj") -> Project:
 
 def _scons(p: Project, *args, progress: str | None = None, check=True):
     env_var = {} if progress is None else {"OFFLOAD_PROGRESS": progress}
-    import os
     import sys
     from scons_helpers import REPO, scons_env
     env = scons_env()
