@@ -194,7 +194,11 @@ class _Scanner:
         elif kind == "ccob" and (parts := _ccob_parts(data)) is not None:
             # Several CCOBs back to back: each header's total size says where the next begins.
             for start, part in parts:
-                self.scan_container("ccob", part, f"{path}@{start:#x}", wrappers, depth, compressed)
+                if start == 0:  # begins where the whole does, already listed as this container
+                    with budget.nested(path):
+                        self.scan_container_once("ccob", part, f"{path}@{start:#x}", wrappers, depth, compressed)
+                else:
+                    self.scan_container("ccob", part, f"{path}@{start:#x}", wrappers, depth, compressed)
         elif kind == "ccob":
             from ..formats import ccob
             inner, _info = ccob.decompress(data)
