@@ -415,7 +415,7 @@ def _nvcc_object(env, senv, s, fat, archs, kw, pic):
     o = dict(kw, _OFFLOAD_NVCC_ARCHS=list(archs), _OFFLOAD_LANG="cuda")
     if pic:
         _pic_overrides(senv, o)
-    plan = _nvcc.plan_for(senv, o) if senv.get("OFFLOAD_NVCC_SPLIT", True) else None
+    plan = _nvcc.plan_for(senv, o)
     made = _nvcc.split_object(env, senv, s, fat, o, plan) if plan else env._OffloadNvccCompile(fat, s, **o)
     for n in made if not plan else ():
         n.attributes.offload_parts = {"host": n, "devices": {}, "package": None}
