@@ -195,3 +195,19 @@ def test_unrecognised_plan_falls_back_with_one_note(tmp_path):
     c = _steps(cp)
     assert c["NVCC"] == 2 and c["NVCC-HOST"] == 0, c
     assert _run(p) in ("saxpy host 8\n", "saxpy gpu 8\n")
+
+
+def test_compile_commands_has_one_clang_cuda_entry_per_source(tmp_path):
+    p = _project(tmp_path / "p")
+    p.write("SConstruct", SCONSTRUCT.replace("tools=['default', 'offload']", "tools=['default', 'offload', 'compilation_db']")
+            + "env.CompilationDatabase()\n")
+    p.scons("archs=sm_80,sm_90", "compile_commands.json",
+            "nvccflags=-Xcompiler=-Wall,-Wextra --expt-relaxed-constexpr -rdc=true -DFOO=1 "
+            "-gencode arch=compute_75,code=sm_75")
+    entries = json.loads((p.root / "compile_commands.json").read_text())
+    assert sorted(e["file"] for e in entries) == ["src/saxpy.cu", "src/scale.cu"]
+    cmd = next(e["command"] for e in entries if e["file"] == "src/saxpy.cu").split()
+    assert cmd[:3] == ["clang++", "-x", "cuda"] and cmd[3].startswith("--cuda-path=/")
+    assert cmd[4:6] == ["--cuda-gpu-arch=sm_80", "--cuda-gpu-arch=sm_90"]
+    assert {"-Wall", "-Wextra", "-DFOO=1", "-O2"} <= set(cmd)
+    assert not [f for f in cmd if f.startswith(("-gencode", "arch=", "-rdc", "--expt", "-Xcompiler"))], cmd

@@ -419,7 +419,7 @@ def _nvcc_object(env, senv, s, fat, archs, kw, pic):
     made = _nvcc.split_object(env, senv, s, fat, o, plan) if plan else env._OffloadNvccCompile(fat, s, **o)
     for n in made if not plan else ():
         n.attributes.offload_parts = {"host": n, "devices": {}, "package": None}
-    _compdb.record(senv.Override(o), made, [s], "OFFLOAD_NVCCCOM")
+    _compdb.record(senv.Override(o), made, [s], "OFFLOAD_NVCCDBCOM")
     return made
 
 

@@ -38,7 +38,12 @@ _PLAN_SRC = "offload_nvcc_plan_src.cu"
 _PLAN_OUT = "offload_nvcc_plan_out.o"
 _TMP = re.compile(r"(?:/[^\s\"]*/)?tmpxft_[0-9a-f]+_[0-9a-f]+-\d+_offload_nvcc_plan_src\.[A-Za-z0-9_.]+")
 
-COMMANDS = {"_OFFLOAD_NVCCSTEPCOM": "$_OFFLOAD_NVCC_STEP"}
+COMMANDS = {
+    "_OFFLOAD_NVCCSTEPCOM": "$_OFFLOAD_NVCC_STEP",
+    # compile_commands.json: the nvcc compile as a clang CUDA command clangd reads.
+    "OFFLOAD_NVCCDBCOM": "clang++ -x cuda $_OFFLOAD_NVCCDB_FLAGS -c -o $TARGET $CCFLAGS $CXXFLAGS $OFFLOAD_HOSTFLAGS "
+                         "$_CCCOMCOM $SOURCE",
+}
 
 COMSTRS = {
     "OFFLOAD_NVCCFECOMSTR": "NVCC-FE ${SOURCE}",
@@ -256,6 +261,58 @@ def _host_emitter(target, source, env):
     for t in target:
         t.attributes.offload_lang = "cuda"
     return target, source
+
+
+# nvcc options that take a value as the next argument and mean nothing to clangd.
+_NVCC_ONLY_WITH_VALUE = {"-gencode", "--generate-code", "-arch", "--gpu-architecture", "-code", "--gpu-code",
+                         "-ccbin", "--compiler-bindir", "-maxrregcount", "--maxrregcount", "-Xptxas", "-Xnvlink",
+                         "-Xfatbinary", "-Xcudafe", "--threads", "-t", "-diag-suppress", "--diag-suppress"}
+
+
+def clangd_flags(target, source, env, for_signature) -> str:
+    """`_OFFLOAD_NVCCDB_FLAGS`: what clangd needs of an nvcc compile: the toolkit, the archs, and
+    `$OFFLOAD_NVCCFLAGS` translated (`-Xcompiler=a,b` -> `a b`; `-D`/`-I`/`-U`/`-std=`/`-isystem`
+    kept; nvcc-only options such as `-gencode`, `-rdc`, `--expt-*`, `-lineinfo` dropped)."""
+    top = _toolkit(env.subst("$OFFLOAD_NVCC"), env)
+    out = ["--cuda-path=" + top] if top else []
+    out.extend(f"--cuda-gpu-arch={a}" for a in env.get("_OFFLOAD_NVCC_ARCHS") or [])
+    flags = env.subst("$OFFLOAD_NVCCFLAGS", target=target, source=source).split()
+    i = 0
+    while i < len(flags):
+        f = flags[i]
+        if f in ("-Xcompiler", "--compiler-options") and i + 1 < len(flags):
+            out.extend(x for x in flags[i + 1].split(",") if x)
+            i += 2
+            continue
+        if f.startswith(("-Xcompiler=", "--compiler-options=")):
+            out.extend(x for x in f.split("=", 1)[1].split(",") if x)
+        elif f in _NVCC_ONLY_WITH_VALUE:
+            i += 1
+        elif f.startswith(("-D", "-U", "-I", "-std=", "-isystem", "-include", "-W", "-f", "-O")) \
+                and not f.startswith("-Xcompiler"):
+            out.append(f)
+        i += 1
+    return " ".join(out)
+
+
+_toolkits: dict[str, str] = {}
+
+
+def _toolkit(nvcc: str, env) -> str:
+    """The CUDA toolkit an nvcc belongs to, as nvcc itself names it (`TOP=` in its plan; the
+    `nvcc` on PATH may be a wrapper script elsewhere)."""
+    if nvcc and nvcc not in _toolkits:
+        try:
+            run = subprocess.run([*shlex.split(nvcc), "--dryrun", "-E", "-x", "cu", os.devnull], capture_output=True,
+                                 text=True, timeout=60, env=dict(os.environ, **env["ENV"]))
+            m = re.search(r"^#\$ TOP=(.*)$", run.stdout + run.stderr, re.M)
+            _toolkits[nvcc] = os.path.normpath(m.group(1).strip()) if m else ""
+        except (OSError, subprocess.SubprocessError, ValueError):
+            _toolkits[nvcc] = ""
+    return _toolkits.get(nvcc, "")
+
+
+COMMANDS["_OFFLOAD_NVCCDB_FLAGS"] = clangd_flags
 
 
 def builders() -> dict:
