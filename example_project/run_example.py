@@ -3,7 +3,9 @@
 
 The report says which programs and libraries were built, for which offload archs (read back
 from the built files with `offload-tool inspect`, via the manifest the SConstruct writes), and
-each program's checked output. Exit status 1 if the build or any check fails."""
+each program's checked output. The build writes a cost report (`--offload-report`): its per-arch
+summary is printed at the end of the build, the page is build/report.html. Exit status 1 if the
+build or any check fails."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import time
 from collections import defaultdict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+REPORT = "build/report.html"
 
 # (program, what it shows, how to run it)
 PROGRAMS = [
@@ -104,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     env = tool_env()
-    built = build(args.jobs, args.scons_args, env)
+    built = build(args.jobs, [f"--offload-report={REPORT}", *args.scons_args], env)
     results = run_programs(env) if built else []
 
     print("=" * 78)
@@ -122,6 +125,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {where}")
             for item in what:
                 print(f"      {item}")
+    if os.path.exists(os.path.join(HERE, REPORT)):
+        print(f"\nBuild cost report (per arch: time, bytes in each binary, slowest sources): example_project/{REPORT}")
+        print("  records: example_project/build/report.json; timeline: example_project/build/trace.json "
+              "(Perfetto or chrome://tracing)")
+        print("  what one more arch would cost: offload-tool cost --add gfx1030 example_project/build/report.json")
     print("\nPrograms:")
     for rel, what, ok, out in results:
         print(f"  [{'ok' if ok else 'FAILED'}] {rel}: {what}")

@@ -26,14 +26,15 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import os
 import re
 from dataclasses import dataclass, field
 
 from .errors import BudgetError
 
-__all__ = ["Limits", "DEFAULT_LIMITS", "ENV_VAR", "parse_limits", "limits", "run", "charge", "nested", "remaining",
-           "format_size", "BudgetError"]
+__all__ = ["Limits", "DEFAULT_LIMITS", "ENV_VAR", "parse_limits", "from_option", "limits", "run", "metered",
+           "charge", "nested", "remaining", "format_size", "BudgetError"]
 
 ENV_VAR = "OFFLOAD_TOOL_BUDGET"
 KINDS = ("decompressed", "entries", "depth", "names")
@@ -82,6 +83,12 @@ def _from_environment() -> Limits:
     return parse_limits(text, source=ENV_VAR) if text.strip() else DEFAULT_LIMITS
 
 
+def from_option(values: list[str]) -> Limits:
+    """The limits of a CLI run: the environment's, with every `--budget=...` value given over them
+    (later ones win)."""
+    return parse_limits(",".join(values), _from_environment())
+
+
 @dataclass
 class _Meter:
     limits: Limits
@@ -111,6 +118,15 @@ def run(limits_: Limits | None = None):
         yield meter.limits
     finally:
         _current.reset(token)
+
+
+def metered(func):
+    """Decorator for operations: `func` runs in a budget run (the caller's, if it opened one)."""
+    @functools.wraps(func)
+    def in_run(*args, **kwargs):
+        with run():
+            return func(*args, **kwargs)
+    return in_run
 
 
 def format_size(n: int) -> str:

@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(clang-19 clang-tools-19 lld-19 llvm-19 libomp-19-dev
+          chromium                            # tests/test_scons_insight.py renders the build report
           clang-22 clang-tools-22 lld-22 llvm-22
           hipcc rocm-device-libs
           ccache sccache distcc redis-server)   # tests/test_scons_launchers.py

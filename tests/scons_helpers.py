@@ -17,8 +17,12 @@ SITE_TOOLS = REPO / "site_scons" / "site_tools"
 LLVM19_LIB = "/usr/lib/llvm-19/lib"
 
 # One line per action, as the tool prints them by default.
-_ACTION_RE = re.compile(r"^(HOST|DEVICELINK|DEVICE|NVCC|BUNDLE|PACKAGE\+EMBED|PACKAGE|EMBED|LINK|RELOCATABLE|AR|LDSCRIPT|"
+_ACTION_RE = re.compile(r"^(HOST|CONVERT|DEVICELINK|DEVICE|NVCC|BUNDLE|PACKAGE\+EMBED|PACKAGE|EMBED|LINK|RELOCATABLE|AR|LDSCRIPT|"
                         r"UNBUNDLE|MANIFEST)\b(.*)$")
+
+
+# `[ 37/505] ` before an action line when progress is on (OFFLOAD_PROGRESS).
+_PROGRESS_PREFIX = re.compile(r"^\[\s*\d+/\d+\] ")
 
 
 def scons_env() -> dict:
@@ -69,7 +73,7 @@ def actions(cp: subprocess.CompletedProcess) -> list[tuple[str, str]]:
     """The (kind, rest) of each action line a run printed."""
     out = []
     for line in cp.stdout.splitlines():
-        m = _ACTION_RE.match(line.strip())
+        m = _ACTION_RE.match(_PROGRESS_PREFIX.sub("", line.strip()))
         if m:
             out.append((m.group(1), m.group(2).strip()))
     return out

@@ -4,6 +4,8 @@ This is what `make example` runs; keeping it in the suite keeps the README's fir
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import subprocess
 import sys
@@ -35,6 +37,11 @@ def test_example_builds_runs_and_reports(example):
     # The fat program carries every default arch, read back from the file itself.
     zaxpy_line = next(line for line in out.splitlines() if line.strip().startswith("build/bin/zaxpy "))
     assert zaxpy_line.split(None, 1)[1] == "gfx90a, sm_80, sm_90"
+    # The build's per-arch cost summary, and the report page with its records.
+    assert "offload: build report:" in out and re.search(r"^  gfx90a\s+\d+\s+\d+\s", out, re.M), out
+    assert (example / "build/report.html").exists() and "build/report.html" in out
+    report = json.loads((example / "build/report.json").read_text())
+    assert {"gfx90a", "sm_80+sm_90"} <= set(report["per_arch"])
 
 
 def test_example_null_build_runs_nothing(example):

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import offload_samples as samples
-from conftest import need_tool, run
+from conftest import need_tool
 from offload_tool.formats import fatbin
 from offload_tool.errors import FatbinError
 from offload_tool.formats.fatbin import (FLAG_64BIT, FLAG_ARCH_SPECIFIC, FLAG_LINUX, FLAG_LZ4, FLAG_ZSTD, KIND_ELF, KIND_PTX,

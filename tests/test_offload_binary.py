@@ -104,7 +104,7 @@ def _patch(data: bytes, offset: int, fmt: str, value) -> bytes:
 @pytest.mark.parametrize("mutate, message", [
     (lambda d: d[:71], "Invalid data"),                                  # shorter than header + entry
     (lambda d: b"\x10\xff\xb0\xad" + d[4:], "Invalid data"),              # llvm-objdump failure.test
-    (lambda d: _patch(d, 4, "<I", 2), "Invalid data"),                    # Version != 1
+    (lambda d: _patch(d, 4, "<I", 3), "Version: 3 is not a version"),     # Version neither 1 nor 2
     (lambda d: _patch(d, 8, "<Q", len(d) + 8), "unexpectedly"),          # Size > buffer
     (lambda d: _patch(d, 8, "<Q", 16), "unexpectedly"),                  # Size < 40
     (lambda d: _patch(d, 16, "<Q", 999999999), "unexpectedly"),          # Inputs/malformed.yaml EntryOffset

@@ -10,42 +10,47 @@ from __future__ import annotations
 import os
 import sys
 
+from .. import budget
 from .command_line import ArgumentParser, Option, run_command
 from ..errors import UsageError
 
 PROG = "offload-bundler"
 VERSION = "0.1.0"
 
-HELP = f"""OVERVIEW: A tool to bundle several input files of the specified type <type> 
+_OVERVIEW = """OVERVIEW: A tool to bundle several input files of the specified type <type> 
 referring to the same source file but different targets into a single 
 one. The resulting file can also be unbundled into different files by 
 this tool if -unbundle is provided.
 
-USAGE: {PROG} [options]
+USAGE: {prog} [options]
 
 OPTIONS:
+"""
 
-Generic Options:
-
-  --help                  - Display available options
-  --version               - Display the version of this program
-
-clang-offload-bundler options:
-
-  --###                   - Accepted for compatibility: this tool runs no external commands.
-  --allow-missing-bundles - Create empty files if bundles are missing when unbundling.
-  --bundle-align=<uint>   - Alignment of bundle for binary files
-  --check-input-archive   - Check if input heterogeneous archive is valid in terms of TargetID rules.
-  --compress              - Compress output file when bundling.
-  --compression-level=<n> - Specify the compression level (integer)
-  --hip-openmp-compatible - Treat hip and hipv4 offload kinds as compatible with openmp kind, and vice versa.
-  --input=<string>        - Input file. Can be specified multiple times for multiple input files.
-  --inputs=<string>       - [<input file>,...] (deprecated)
-  --list                  - List bundle IDs in the bundled file.
-  --output=<string>       - Output file. Can be specified multiple times for multiple output files.
-  --outputs=<string>      - [<output file>,...] (deprecated)
-  --targets=<string>      - [<offload kind>-<target triple>,...]
-  --type=<string>         - Type of the files to be bundled/unbundled.
+# LLVM's `cl` help: (name, description, hidden); `--help` groups the generic options apart, the
+# `--help-list` variants print one sorted list; `-hidden` adds the hidden ones.
+_GENERIC = [("help", "Display available options (--help-hidden for more)", False),
+            ("help-hidden", "Display all available options", True),
+            ("help-list", "Display list of available options (--help-list-hidden for more)", False),
+            ("help-list-hidden", "Display list of all available options", True),
+            ("version", "Display the version of this program", False)]
+_BUNDLER = [("###", "Print any external commands that are to be executed instead of actually executing them - "
+                    "for testing purposes.", False),
+            ("allow-missing-bundles", "Create empty files if bundles are missing when unbundling.", False),
+            ("bundle-align=<uint>", "Alignment of bundle for binary files", False),
+            ("check-input-archive", "Check if input heterogeneous archive is valid in terms of TargetID rules.",
+             False),
+            ("compress", "Compress output file when bundling.", False),
+            ("compression-level=<n>", "Specify the compression level (integer)", False),
+            ("hip-openmp-compatible", "Treat hip and hipv4 offload kinds as compatible with openmp kind, and vice "
+                                      "versa.", False),
+            ("input=<string>", "Input file. Can be specified multiple times for multiple input files.", False),
+            ("inputs=<string>", "[<input file>,...] (deprecated)", False),
+            ("list", "List bundle IDs in the bundled file.", False),
+            ("output=<string>", "Output file. Can be specified multiple times for multiple output files.", False),
+            ("outputs=<string>", "[<output file>,...] (deprecated)", False),
+            ("targets=<string>", "[<offload kind>-<target triple>,...]", False),
+            ("type=<string>", """Type of the files to be bundled/unbundled.
                             Current supported types are:
                               i    - cpp-output
                               ii   - c++-cpp-output
@@ -58,46 +63,101 @@ clang-offload-bundler options:
                               o    - object
                               a    - archive of objects
                               gch  - precompiled-header
-                              ast  - clang AST file
-  --unbundle              - Unbundle bundled file into several output files.
-  --verbose               - Print debug information.
-"""
+                              ast  - clang AST file""", False),
+            ("unbundle", "Unbundle bundled file into several output files.", False),
+            ("verbose", "Print debug information.", False)]
 
-# `-###` prints "external commands" in LLVM (llvm-objcopy for -type=o); this tool runs none, so the
-# flag is accepted and the work is simply done.
+
+def help_text(prog: str, style: str = "help") -> str:
+    """LLVM's `cl` help for `--help`, `--help-hidden`, `--help-list` or `--help-list-hidden`."""
+    hidden = style.endswith("hidden")
+
+    def lines(options) -> str:
+        return "".join(f"  --{name:<21} - {text}\n" for name, text, is_hidden in options if hidden or not is_hidden)
+
+    text = _OVERVIEW.format(prog=prog)
+    if style.startswith("help-list"):
+        # The flat list hides `--help-list` itself unless hidden options are shown (as LLVM's `cl`).
+        options = [(n, t, h or n == "help-list") for n, t, h in _GENERIC + _BUNDLER]
+        return text + lines(sorted(options, key=lambda o: o[0].lower()))
+    return text + "\nGeneric Options:\n\n" + lines(_GENERIC) + "\nclang-offload-bundler options:\n\n" + lines(_BUNDLER)
+
+
+# `-###` is a dry run, as in LLVM: the external commands LLVM would run (llvm-objcopy, for objects)
+# are printed, and nothing is written.
 _FLAGS = ("###", "unbundle", "list", "allow-missing-bundles", "check-input-archive", "compress", "hip-openmp-compatible",
-          "verbose", "help", "h", "version")
-_VALUES = ("type", "input", "output", "bundle-align", "compression-level")
+          "verbose", "help", "h", "help-hidden", "help-list", "help-list-hidden", "version")
+# `-budget=` is this tool's own (README, Reliability); LLVM's help has no line for it, nor does ours.
+_VALUES = ("type", "input", "output", "bundle-align", "compression-level", "budget")
 _COMMA_LISTS = ("targets", "inputs", "outputs")
+_OPTIONS = ([Option(n) for n in _FLAGS] + [Option(n, value=True) for n in _VALUES]
+            + [Option(n, value=True, comma_list=True) for n in _COMMA_LISTS])
+PARSER = ArgumentParser(PROG, _OPTIONS, style="llvm", positionals=False)
 
-PARSER = ArgumentParser(PROG, [Option(n) for n in _FLAGS] + [Option(n, value=True) for n in _VALUES]
-                        + [Option(n, value=True, comma_list=True) for n in _COMMA_LISTS],
-                        style="llvm", positionals=False)
+
+def invoked_as(argv0: str | None = None) -> str:
+    """The name the program was started by (argv[0]), as LLVM's tools name themselves in help and
+    errors, so that a link named `clang-offload-bundler` speaks as one; `PROG` when run as a module."""
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    if not argv0 or argv0 == "-c" or argv0.endswith((".py", ".pyc")):
+        return PROG
+    return argv0
 
 
-def _uint(name: str, text: str, signed: bool) -> int:
+def _llvm_integer(name: str, text: str, signed: bool) -> int:
+    """An option value as LLVM's `cl::opt<unsigned>` / `cl::opt<int>` parses it
+    (`StringRef::getAsInteger(0, ...)`: radix from the prefix, `0x` / `0b` / `0o` / a leading `0`
+    for octal, no sign on an unsigned, no blanks, and the value must fit in 32 bits)."""
     body = text[1:] if signed and text.startswith("-") else text
-    if not body.isascii() or not body.isdigit():
+    digits, radix = body, 10
+    lowered = body.lower()
+    if lowered.startswith("0x"):
+        digits, radix = body[2:], 16
+    elif lowered.startswith("0b"):
+        digits, radix = body[2:], 2
+    elif body.startswith("0o"):
+        digits, radix = body[2:], 8
+    elif len(body) > 1 and body[0] == "0" and body[1].isdigit():
+        digits, radix = body[1:], 8
+    value = None
+    if digits and digits.isascii() and digits.isalnum():
+        try:
+            value = int(digits, radix)
+        except ValueError:
+            value = None
+    if value is not None and body is not text:
+        value = -value
+    low, high = (-(1 << 31), (1 << 31) - 1) if signed else (0, (1 << 32) - 1)
+    if value is None or not low <= value <= high:
         raise UsageError(f"for the --{name} option: '{text}' value invalid for {'integer' if signed else 'uint'} "
                          f"argument!")
-    return int(text)
+    return value
 
 
-def run(argv: list[str], env=os.environ) -> int:
-    opts = PARSER.parse(argv)
+def run(argv: list[str], env=os.environ, argv0: str = PROG) -> int:
+    """The command line `argv` (without the program name); `argv0` is the name it was invoked by."""
+    # LLVM's option errors say "Try: '<argv[0]> --help'".
+    opts = (PARSER if argv0 == PROG else ArgumentParser(argv0, _OPTIONS, style="llvm", positionals=False)).parse(argv)
+    with budget.run(budget.from_option(opts.values["budget"])):
+        return _run(opts, env, os.path.basename(argv0) or PROG, argv0)
+
+
+def _run(opts, env, prog: str, argv0: str) -> int:
     flags, values = opts.flags, opts.values
-    if flags.get("help") or flags.get("h"):
-        sys.stdout.write(HELP)
-        return 0
+    for style in ("help-list-hidden", "help-list", "help-hidden", "help", "h"):
+        if flags.get(style):
+            sys.stdout.write(help_text(prog, "help" if style == "h" else style))
+            return 0
     if flags.get("version"):
-        sys.stdout.write(f"{PROG} {VERSION} (offload-tool; drop-in for clang-offload-bundler 19)\n")
+        sys.stdout.write(f"{prog} {VERSION} (offload-tool; drop-in for clang-offload-bundler 19)\n")
         return 0
     if not values["type"]:
         raise UsageError("for the --type option: must be specified at least once!")
     files_type = values["type"][-1]
     # Like LLVM's cl::opt, a repeated option keeps its last value.
-    bundle_align = _uint("bundle-align", values["bundle-align"][-1], False) if values["bundle-align"] else 1
-    level = _uint("compression-level", values["compression-level"][-1], True) if values["compression-level"] else None
+    bundle_align = _llvm_integer("bundle-align", values["bundle-align"][-1], False) if values["bundle-align"] else 1
+    level = (_llvm_integer("compression-level", values["compression-level"][-1], True)
+             if values["compression-level"] else None)
     if bundle_align == 0:
         # LLVM 19 divides by zero (SIGFPE); refuse instead.
         raise UsageError("for the --bundle-align option: must be at least 1")
@@ -108,15 +168,18 @@ def run(argv: list[str], env=os.environ) -> int:
     if values["input"] and values["inputs"]:
         raise UsageError("-inputs and -input cannot be used together, use only -input instead")
     if values["inputs"]:
-        sys.stderr.write(f"{PROG}: warning: -inputs is deprecated, use -input instead\n")
+        sys.stderr.write(f"{argv0}: warning: -inputs is deprecated, use -input instead\n")
         inputs += values["inputs"]
     if values["output"] and values["outputs"]:
         raise UsageError("-outputs and -output cannot be used together, use only -output instead")
     if values["outputs"]:
-        sys.stderr.write(f"{PROG}: warning: -outputs is deprecated, use -output instead\n")
+        sys.stderr.write(f"{argv0}: warning: -outputs is deprecated, use -output instead\n")
         outputs += values["outputs"]
 
     from ..ops import bundler_api
+    from ..ops.dry_run import DryRun
+
+    dry_run = DryRun(argv0, env=env) if flags.get("###") else None
 
     verbose = flags.get("verbose") if "verbose" in flags else None
     compress = flags.get("compress") if "compress" in flags else None
@@ -130,7 +193,9 @@ def run(argv: list[str], env=os.environ) -> int:
         if targets:
             raise UsageError("-targets option is invalid for -list")
         ids = bundler_api.list_bundle_ids(files_type, inputs[0], llvm_order=True, verbose=verbose, env=env)
-        sys.stdout.write("".join(i + "\n" for i in ids))
+        from ..printable import printable  # an ID from a hostile file must not forge lines
+
+        sys.stdout.write("".join(printable(i) + "\n" for i in ids))
         return 0
     if check_archive:
         if not unbundle:
@@ -157,19 +222,20 @@ def run(argv: list[str], env=os.environ) -> int:
         bundler_api.unbundle(files_type, targets, inputs[0], outputs,
                              allow_missing_bundles=flags.get("allow-missing-bundles", False),
                              hip_openmp_compatible=flags.get("hip-openmp-compatible", False),
-                             check_input_archive=check_archive, verbose=verbose, env=env)
+                             check_input_archive=check_archive, verbose=verbose, env=env, dry_run=dry_run)
     else:
         bundler_api.bundle(files_type, targets, inputs, outputs[0], bundle_align=bundle_align, compress=compress,
                            compression_level=level,
                            hip_openmp_compatible=flags.get("hip-openmp-compatible", False), verbose=verbose,
-                           env=env)
+                           env=env, dry_run=dry_run)
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns (and exits with) the status."""
     args = sys.argv[1:] if argv is None else argv
-    return run_command(PROG, lambda: run(args))
+    argv0 = invoked_as() if argv is None else PROG
+    return run_command(argv0, lambda: run(args, argv0=argv0))
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from ..errors import OffloadError, UsageError
+from ..printable import printable
 
 __all__ = ["Option", "Parsed", "ArgumentParser", "run_command", "one_line", "error_line", "llvm_version_argument"]
 
@@ -162,20 +163,33 @@ def llvm_version_argument(text: str | None, style: str = "gnu") -> int | None:
 
 
 def one_line(text) -> str:
-    """A message folded onto one line (never empty); spacing inside a line is kept."""
-    return " ".join(line.strip() for line in str(text).splitlines() if line.strip()) or "unknown error"
+    """A message as one line (never empty): surrounding blank space removed, and every control
+    character inside escaped (`printable`), so a name taken from a file cannot start a new line or
+    drive the terminal."""
+    return printable(str(text).strip()) or "unknown error"
 
 
 def error_line(prog: str, message) -> None:
-    """Print `<prog>: error: <message>` to stderr, as one line."""
-    sys.stderr.write(f"{prog}: error: {one_line(message)}\n")
+    """Print `<prog>: error: <message>` to stderr, as one line. A closed or full stderr is no
+    reason for a traceback: the exit status still says what happened."""
+    try:
+        stderr = sys.stderr
+        if stderr is not None:
+            stderr.write(f"{prog}: error: {one_line(message)}\n")
+            stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def _message(exc: BaseException) -> str:
+    from ..fileio import Terminated
+
     if isinstance(exc, OffloadError):
         return str(exc)
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted"
+    if isinstance(exc, Terminated):
+        return str(exc)
     if isinstance(exc, MemoryError):
         return "out of memory"
     if isinstance(exc, RecursionError):
@@ -190,20 +204,52 @@ def _message(exc: BaseException) -> str:
 
 
 def run_command(prog: str, body: Callable[[], int | None]) -> int:
-    """Run a CLI's `body` under the error contract; return its exit status (0 if it returns None)."""
+    """Run a CLI's `body` under the error contract; return its exit status (0 if it returns None).
+
+    SIGTERM and SIGHUP end the run as SIGINT does (`fileio.removing_temp_files`): the outputs in
+    progress are discarded and the one error line says which signal it was."""
+    from ..fileio import removing_temp_files
+
+    if sys.stdout is None:
+        sys.stdout = _ClosedStdout()
     try:
-        status = body() or 0
+        with removing_temp_files():
+            status = body() or 0
     except SystemExit:
         raise
     except BaseException as exc:  # noqa: BLE001 - the contract: one line, never a traceback
-        error_line(prog, _message(exc))
+        try:
+            message = _message(exc)
+        except BaseException:  # noqa: BLE001 - even formatting the message can run out of memory
+            message = f"{type(exc).__name__}"
+        error_line(prog, message)
         status = 1
     try:
         sys.stdout.flush()
-    except (OSError, ValueError):
+    except (OSError, ValueError) as exc:
+        if status == 0:
+            error_line(prog, f"error writing to standard output: {getattr(exc, 'strerror', None) or exc}")
         status = 1
         _silence_stdout()
     return status
+
+
+class _ClosedStdout:
+    """Stands for a closed standard output (`>&-`): writing to it is an error, as in LLVM's tools
+    (not an `AttributeError` on None)."""
+
+    def write(self, data):
+        raise OffloadError("cannot write to standard output: it is closed")
+
+    def flush(self) -> None:
+        pass
+
+    @property
+    def buffer(self):
+        return self
+
+    def fileno(self) -> int:
+        raise OSError(9, "standard output is closed")
 
 
 def _silence_stdout() -> None:

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import sys
 
-from .. import __version__
+from .. import __version__, budget
 from ..formats.offload_binary import DEFAULT_LLVM_VERSION
 from ..errors import UsageError
 from ..ops.package import Warnings, bundle_images, unbundle_images
+from ..printable import printable
 from .command_line import ArgumentParser, Option, llvm_version_argument, run_command
 
 __all__ = ["main", "run", "llvm_version_option", "PROG", "PARSER"]
 
 PROG = "offload-packager"
-LLVM_RELEASE = {19: "19.1.7", 20: "20.1", 22: "22.1.8"}
+LLVM_RELEASE = {19: "19.1.7", 20: "20.1", 22: "22.1.8", 23: "23 (OffloadBinary version 2)"}
 
 HELP = f"""OVERVIEW: A utility for bundling several object files into a single binary.
 The output binary can then be embedded into the host section table
@@ -37,8 +38,11 @@ Generic Options:
 {PROG} options:
 
   --archive                   - Write extracted files to a static archive
+  --budget=<kind=N,...>       - Raise (or lower) a resource limit: decompressed, entries, depth, names
+                                (also $OFFLOAD_TOOL_BUDGET; see README, Reliability).
   --image=<<key>=<value>,...> - List of key and value arguments. Required keywords are 'file' and 'triple'.
-  --llvm-version=<N>          - Offload kind numbering of LLVM N (19: hip=3, 22: hip=4; default 19).
+  --llvm-version=<N>          - Offload kind numbering of LLVM N (19: hip=3, 22: hip=4; default 19);
+                                23 writes one version 2 binary holding every image.
   -o <file>                   - Write output to <file>.
 """
 
@@ -49,7 +53,7 @@ Generic Options:
 
 
 PARSER = ArgumentParser(PROG, [Option("o", value=True), Option("image", value=True), Option("llvm-version", value=True),
-                              Option("archive"), Option("help"), Option("help-list"), Option("help-hidden"),
+                              Option("budget", value=True), Option("archive"), Option("help"), Option("help-list"), Option("help-hidden"),
                               Option("help-list-hidden"), Option("version")],
                         style="llvm", max_positionals=1)
 
@@ -63,6 +67,11 @@ def llvm_version_option(text: str | None) -> int:
 def run(argv: list[str]) -> int:
     """The packager's command line: package (`-o`) or extract (an input file)."""
     opts = PARSER.parse(argv)
+    with budget.run(budget.from_option(opts.values["budget"])):
+        return _run(opts)
+
+
+def _run(opts) -> int:
     llvm_version = llvm_version_option(opts.last("llvm-version"))
     if opts.flag("help", "help-list", "help-hidden", "help-list-hidden"):
         sys.stdout.write(HELP)
@@ -79,7 +88,7 @@ def run(argv: list[str]) -> int:
         bundle_images(opts.values["image"], output, llvm_version=llvm_version)
     elif input_file is not None:
         unbundle_images(input_file, opts.values["image"], archive=opts.flag("archive"), llvm_version=llvm_version,
-                        warn=Warnings(lambda msg: print(f"{PROG}: warning: {msg}", file=sys.stderr)))
+                        warn=Warnings(lambda msg: print(f"{PROG}: warning: {printable(msg)}", file=sys.stderr)))
     return 0
 
 

@@ -3,6 +3,7 @@
     offload-tool inspect [--json] [--llvm-version N] FILE...
     offload-tool verify FILE... [--require ARCH[,ARCH...]] [--check-entries | --no-check-entries]
     offload-tool embed HOST.o PACKAGE -o OUT.o          (see `offload-tool embed --help`)
+    offload-tool cost --add ARCH REPORT.json            (see `offload-tool cost --help`)
 
 Errors are one line, `offload-tool: error: <message>`, with exit status 1; never a traceback."""
 
@@ -10,8 +11,9 @@ from __future__ import annotations
 
 import sys
 
-from .. import __version__
-from .command_line import ArgumentParser, Option, llvm_version_argument, run_command
+from .. import __version__, budget
+from ..printable import printable
+from .command_line import ArgumentParser, Option, error_line, llvm_version_argument, run_command
 from ..errors import UsageError
 
 PROG = "offload-tool"
@@ -29,6 +31,9 @@ COMMANDS:
   verify    Exit 0 only if each FILE holds every --require'd arch and its host and device
             OpenMP offload entries agree; otherwise print one line per problem and exit 1.
   embed     Add an OffloadBinary package to a host object as .llvm.offloading.
+  convert   Rewrite a heterogeneous static library between the old offload driver's bundles and
+            the new driver's .llvm.offloading fat objects (--to=new|old IN.a -o OUT.a).
+  cost      Estimate what adding an arch would cost, from a build report (scons --offload-report).
 
 Run '{PROG} <command> --help' for a command's options.
 
@@ -49,6 +54,13 @@ OPTIONS:
   --llvm-version=N    Read OffloadBinary producer kinds as LLVM N does (19..22).  Without it the
                       value 3, which is HIP for LLVM 19/20 but OpenMP|CUDA for LLVM 21+, is
                       shown as 'hip?' with a producer_note
+  --require-images    Exit 1, naming the file and why, when a FILE holds no device image (a
+                      plain file, an object without offload sections); the listing is printed
+                      first
+  --sizes             Instead of the images, bytes per arch and per container kind in each FILE
+                      (and the file's size); with --json, one object per file
+  --budget=KIND=N,... Raise (or lower) a resource limit for this run: decompressed, entries,
+                      depth, names (also $OFFLOAD_TOOL_BUDGET; see README, Reliability)
   -h, --help          Show this help
 """
 
@@ -68,7 +80,12 @@ OPTIONS:
                       This is ON by default when a file has such entries; with this option a
                       file without entries or without device images is reported too.
   --no-check-entries  Skip the entry check.
+  --max-bytes=KEY:N[,KEY:N...]  Size budgets: KEY is an arch (its device images' bytes, as
+                      'inspect --sizes' counts them), 'device' (all device images) or 'total' (the
+                      file's size); N in bytes or with a K, M or G suffix (powers of 1024).  A
+                      file over a budget is a problem.  May be repeated.
   --llvm-version=N    As for inspect.
+  --budget=KIND=N,... As for inspect.
   -q, --quiet         Print nothing when all checks hold (default prints one 'ok' line per file)
   -h, --help          Show this help
 """
@@ -78,7 +95,7 @@ def _parse(argv: list[str], command: str, help_text: str, flags: list[str], valu
     """A command's options (names with their dashes; `-h`/`--help` added), parsed by the shared
     parser; None when help was asked for (and printed).  Files are required."""
     options = [Option(n.lstrip("-")) for n in flags + ["-h", "--help"]] + [Option(n.lstrip("-"), value=True)
-                                                                          for n in valued]
+                                                                          for n in valued + ["--budget"]]
     opts = ArgumentParser(PROG, options).parse(argv)
     if opts.flag("h", "help"):
         sys.stdout.write(help_text)
@@ -90,22 +107,42 @@ def _parse(argv: list[str], command: str, help_text: str, flags: list[str], valu
 
 def cmd_inspect(argv: list[str]) -> int:
     from ..ops.inspector import format_table, inspect_file, to_json
-    opts = _parse(argv, "inspect", INSPECT_HELP, ["--json"], ["--llvm-version"])
+    opts = _parse(argv, "inspect", INSPECT_HELP, ["--json", "--require-images", "--sizes"], ["--llvm-version"])
     if opts is None:
         return 0
     files = opts.positionals
     llvm_version = llvm_version_argument(opts.last("llvm-version"))
+    limits = budget.from_option(opts.values["budget"])
+    if opts.flag("sizes"):
+        with budget.run(limits):
+            return _inspect_sizes(files, llvm_version, opts.flag("json"))
     images = []
-    for path in files:
-        images.extend(inspect_file(path, llvm_version=llvm_version, keep_data=False))
+    empty: dict[str, str] = {}
+    with budget.run(limits):
+        for path in files:
+            images.extend(inspect_file(path, llvm_version=llvm_version, keep_data=False, reasons=empty))
     sys.stdout.write(to_json(images) + "\n" if opts.flag("json") else format_table(images))
+    if opts.flag("require-images") and empty:
+        for path, why in empty.items():
+            error_line(PROG, f"'{path}': no device images: {why}")
+        return 1
+    return 0
+
+
+def _inspect_sizes(files: list[str], llvm_version, as_json: bool) -> int:
+    import json
+    import os
+    from ..ops.inspector import format_sizes, inspect_file, size_summary
+    summaries = [size_summary(inspect_file(path, llvm_version=llvm_version, keep_data=False), path,
+                              os.path.getsize(path)) for path in files]
+    sys.stdout.write(json.dumps(summaries, indent=2) + "\n" if as_json else format_sizes(summaries))
     return 0
 
 
 def cmd_verify(argv: list[str]) -> int:
     from ..ops.verify import verify_file
     opts = _parse(argv, "verify", VERIFY_HELP, ["--check-entries", "--no-check-entries", "-q", "--quiet"],
-                  ["--require", "--llvm-version"])
+                  ["--require", "--llvm-version", "--max-bytes"])
     if opts is None:
         return 0
     files = opts.positionals
@@ -122,12 +159,16 @@ def cmd_verify(argv: list[str]) -> int:
                 require.append(arch)
     llvm_version = llvm_version_argument(opts.last("llvm-version"))
     quiet = opts.flag("q", "quiet")
+    budgets = _max_bytes(opts.values["max-bytes"])
     status = 0
+    limits = budget.from_option(opts.values["budget"])
     for path in files:
-        result = verify_file(path, require=require, check_entries=check, llvm_version=llvm_version)
+        with budget.run(limits):
+            result = verify_file(path, require=require, check_entries=check, llvm_version=llvm_version)
         problems = result.problems + ([n for n in result.notes] if check else [])
+        problems += _over_budget(result, path, budgets)
         for line in problems:
-            sys.stdout.write(line + "\n")
+            sys.stdout.write(printable(line) + "\n")
         if problems:
             status = 1
         elif not quiet:
@@ -136,8 +177,29 @@ def cmd_verify(argv: list[str]) -> int:
                 what.append("required archs " + ",".join(require) + " present")
             if result.entries_checked:
                 what.append(f"{result.entries_checked} entry/image pair(s) consistent")
-            sys.stdout.write(f"{path}: ok: {'; '.join(what)}\n")
+            if budgets:
+                what.append("within --max-bytes")
+            sys.stdout.write(f"{printable(path)}: ok: {'; '.join(what)}\n")
     return status
+
+
+def _max_bytes(values: list[str]) -> dict[str, int]:
+    from ..ops.verify import parse_max_bytes
+    budgets: dict[str, int] = {}
+    for value in values:
+        budgets.update(parse_max_bytes(value))
+    return budgets
+
+
+def _over_budget(result, path: str, budgets: dict[str, int]) -> list[str]:
+    import os
+    from ..ops.verify import check_max_bytes
+    return check_max_bytes(result.images, path, os.path.getsize(path), budgets) if budgets else []
+
+
+def cmd_cost(argv: list[str]) -> int:
+    from . import cost
+    return cost.run(argv, f"{PROG} cost")
 
 
 def cmd_embed(argv: list[str]) -> int:
@@ -146,7 +208,15 @@ def cmd_embed(argv: list[str]) -> int:
     return run_command(prog, lambda: embed.run(argv, prog))
 
 
-COMMANDS = {"inspect": cmd_inspect, "verify": cmd_verify, "embed": cmd_embed}
+def cmd_convert(argv: list[str]) -> int:
+    """`offload-tool convert`: a heterogeneous archive for the other offload driver (`cli.convert`)."""
+    from . import convert
+    prog = f"{PROG} convert"
+    return run_command(prog, lambda: convert.run(argv, prog))
+
+
+COMMANDS = {"inspect": cmd_inspect, "verify": cmd_verify, "embed": cmd_embed, "convert": cmd_convert,
+            "cost": cmd_cost}
 
 
 def run(argv: list[str]) -> int:
@@ -160,7 +230,7 @@ def run(argv: list[str]) -> int:
         return 0
     command = COMMANDS.get(argv[0])
     if command is None:
-        raise UsageError(f"unknown command '{argv[0]}' (expected inspect, verify or embed)")
+        raise UsageError(f"unknown command '{argv[0]}' (expected {', '.join(COMMANDS)})")
     return command(argv[1:])
 
 

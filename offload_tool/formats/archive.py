@@ -30,6 +30,7 @@ import stat
 from dataclasses import dataclass
 from typing import BinaryIO, Sequence
 
+from .. import budget
 from .bitcode import bitcode_symbols
 from ..errors import ArchiveError
 from ..fileio import byte_view
@@ -83,6 +84,8 @@ def read_archive(buf) -> list[ArchiveMember]:
         raise ArchiveError("file too small to be an archive")
     members: list[ArchiveMember] = []
     long_names: bytes | None = None
+    resolved: dict[int, str] = {}  # long-name offset -> name: members sharing a name share one string
+    allowance = 0  # bytes of long names left to decode (set with the table)
     pos = 8
     while pos < size:
         if pos + _HEADER_SIZE > size:
@@ -108,6 +111,13 @@ def read_archive(buf) -> list[ArchiveMember]:
             continue
         if raw_name == b"//":
             long_names = bytes(data)
+            # Where the last terminators lie: a search that cannot succeed is not started (each
+            # lookup then costs the length of the name it finds, never the rest of the table).
+            last_slash_nl, last_nl = long_names.rfind(b"/\n"), long_names.rfind(b"\n")
+            resolved.clear()
+            # Names at distinct offsets may overlap (suffixes of one long name); a legitimate
+            # table decodes to its own size.
+            allowance = 4 * len(long_names) + (64 << 10)
             pos = next_pos
             continue
         if raw_name.startswith(b"#1/"):
@@ -129,17 +139,34 @@ def read_archive(buf) -> list[ArchiveMember]:
             if name_off >= len(long_names):
                 raise ArchiveError(f"truncated or malformed archive: member at offset {pos:#x}: long name offset "
                                    f"{name_off} is past the end of the name table ({len(long_names)} bytes)")
-            end = long_names.find(b"/\n", name_off)
-            if end < 0:
-                end = long_names.find(b"\n", name_off)
+            name = resolved.get(name_off)
+            if name is None:
+                end = long_names.find(b"/\n", name_off) if name_off <= last_slash_nl else -1
                 if end < 0:
-                    end = len(long_names)
-            name_bytes = long_names[name_off:end]
+                    end = long_names.find(b"\n", name_off) if name_off <= last_nl else -1
+                    if end < 0:
+                        end = len(long_names)
+                allowance -= end - name_off
+                if allowance < 0:
+                    raise ArchiveError(f"truncated or malformed archive: member at offset {pos:#x}: long names "
+                                       f"overlap: they would take more than four times the {len(long_names)}-byte "
+                                       f"name table")
+                name = resolved[name_off] = _member_name(long_names[name_off:end], pos)
+            budget.charge("entries", 1, f"archive member at offset {pos:#x}")
+            members.append(ArchiveMember(name, data, pos))
+            pos = next_pos
+            continue
         else:
             name_bytes = raw_name[:-1] if raw_name.endswith(b"/") else raw_name
-        members.append(ArchiveMember(name_bytes.decode("utf-8", "surrogateescape"), data, pos))
+        budget.charge("entries", 1, f"archive member at offset {pos:#x}")
+        members.append(ArchiveMember(_member_name(name_bytes, pos), data, pos))
         pos = next_pos
     return members
+
+
+def _member_name(raw: bytes, offset: int) -> str:
+    budget.charge("names", len(raw), f"archive member name at offset {offset:#x}")
+    return raw.decode("utf-8", "surrogateescape")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,7 +6,10 @@ The bitstream (LLVM `BitCodeFormat.rst`) is a sequence of little-endian bit fiel
 `BLOCKINFO`), with literal, fixed, VBR, array, char6 and blob operands.  The file starts with
 `BC C0DE`, optionally behind the 20-byte bitcode wrapper header.  Only the blocks a query needs are
 read; everything else is skipped by its length.  Every read is bounds-checked: bad input raises
-`BitcodeError` naming the file and the bit offset.
+`BitcodeError` naming the file and the bit offset.  Work is linear in the input: literal operands
+of an abbreviation cost no bits when used, so an abbreviation of thousands of literals used by
+3-bit records would expand each bit a thousandfold; literals are counted against one per four bits
+of input (real bitcode has one or two per record, each record tens of bits).
 
 Two queries:
 
@@ -130,6 +133,10 @@ def _read_abbrev(bits: _Bits) -> list[tuple[int, int]]:
     return ops
 
 
+def _literal_count(ops: list[tuple[int, int]]) -> int:
+    return sum(1 for enc, _ in ops if enc == 0)
+
+
 def _scalar(bits: _Bits, enc: int, value: int) -> int:
     if enc == 0:
         return value
@@ -192,6 +199,8 @@ class _Walker:
     def __init__(self, buf, name: str) -> None:
         self.bits = _Bits(bitcode_stream(buf, name), name, 32)
         self.blockinfo: dict[int, list] = {}
+        # Literal operands the records may still expand to (see the module docstring).
+        self.literals_left = self.bits.nbits // 4 + 4096
 
     def _block_end(self) -> int:
         bits = self.bits
@@ -283,6 +292,10 @@ class _Walker:
                 idx = abbrev_id - 4
                 if idx >= len(abbrevs):
                     bits.fail(f"undefined abbreviation {abbrev_id} in block {block_id}")
+                self.literals_left -= _literal_count(abbrevs[idx])
+                if self.literals_left < 0:
+                    bits.fail("records expand to more literal operands than the data holds (an abbreviation "
+                              "of literals used over and over)")
                 code, ops = _read_abbreviated(bits, abbrevs[idx])
             if bits.pos > end:
                 bits.fail(f"record runs past the end of block {block_id}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import budget
 from ..errors import OffloadError
 from .layout import Layout
 
@@ -43,17 +44,29 @@ def read_sections(buf, name: str) -> list[CoffSection]:
     if table + SECTION_HEADER.size * nsections > len(buf):
         raise OffloadError(f"{name}: COFF section table ({nsections} sections at {table:#x}) runs past the end")
     strtab = hdr.PointerToSymbolTable + SYMBOL_SIZE * hdr.NumberOfSymbols
+    budget.charge("entries", nsections, f"{name}: COFF section table")
     out = []
+    resolved: dict[int, str] = {}  # long-name position -> name: headers sharing a name share one string
+    # Long names at distinct positions may overlap; real string tables decode to their own size.
+    allowance = 4 * len(buf) + (64 << 10)
     for i in range(nsections):
         sec = SECTION_HEADER.read(buf, table + SECTION_HEADER.size * i, OffloadError, name)
         raw_name = sec.Name.rstrip(b"\0")
         if raw_name.startswith(b"/") and not raw_name.startswith(b"//") and raw_name[1:].isdigit():
             pos = strtab + int(raw_name[1:])
-            end = bytes(buf[pos:pos + _MAX_LONG_NAME]).find(b"\0") if pos < len(buf) else -1
-            if end < 0:
-                raise OffloadError(f"{name}: COFF section {i} long name at {pos:#x} is out of range")
-            raw_name = bytes(buf[pos:pos + end])
-        sec_name = raw_name.decode("utf-8", "surrogateescape")
+            sec_name = resolved.get(pos)
+            if sec_name is None:
+                end = bytes(buf[pos:pos + _MAX_LONG_NAME]).find(b"\0") if pos < len(buf) else -1
+                if end < 0:
+                    raise OffloadError(f"{name}: COFF section {i} long name at {pos:#x} is out of range")
+                allowance -= end
+                if allowance < 0:
+                    raise OffloadError(f"{name}: COFF section {i}: long section names overlap: they would take "
+                                       f"more than four times the file's size")
+                budget.charge("names", end, f"{name}: COFF section {i} name")
+                sec_name = resolved[pos] = bytes(buf[pos:pos + end]).decode("utf-8", "surrogateescape")
+        else:
+            sec_name = raw_name.decode("utf-8", "surrogateescape")
         size, ptr = sec.SizeOfRawData, sec.PointerToRawData
         if size and ptr + size > len(buf):
             raise OffloadError(f"{name}: COFF section {sec_name} data ({size} bytes at {ptr:#x}) runs past the end")

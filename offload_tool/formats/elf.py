@@ -34,6 +34,7 @@ from collections import namedtuple
 from dataclasses import dataclass
 from typing import BinaryIO, Callable
 
+from .. import budget
 from ..errors import ElfError
 from ..fileio import byte_view
 from .layout import field_error
@@ -364,10 +365,17 @@ class _Elf:
                                         f"names is SHT_NOBITS")
             names = bytes(self.buf[sh.sh_offset:sh.sh_offset + sh.sh_size])
         self.shstrtab = names
+        budget.charge("entries", len(headers), f"ELF section header table at {e.e_shoff:#x}")
         sections = []
+        resolved: dict[int, str] = {}  # sh_name -> name: headers sharing a name share one string
+        # Names at distinct offsets may overlap (suffixes of one long name); a legitimate table
+        # (tail-merged by the writer) decodes to a few times its size at most.
+        allowance = 4 * len(names) + (64 << 10)
         for i, h in enumerate(headers):
             if shstrndx == SHN_UNDEF or (i == 0 and h.sh_name == 0):
                 name = ""
+            elif h.sh_name in resolved:
+                name = resolved[h.sh_name]
             else:
                 if h.sh_name >= len(names):
                     raise ElfError(f"section {i} (header at {e.e_shoff + i * self.shdr_struct.size:#x}): sh_name "
@@ -376,7 +384,13 @@ class _Elf:
                 if end < 0:
                     raise ElfError(f"section {i}: sh_name {h.sh_name:#x}: name is not NUL-terminated in the "
                                    f"section name table")
-                name = names[h.sh_name:end].decode("utf-8", "surrogateescape")
+                allowance -= end - h.sh_name
+                if allowance < 0:
+                    raise ElfError(f"section {i} (header at {e.e_shoff + i * self.shdr_struct.size:#x}): section "
+                                   f"names overlap: they would take more than four times the {len(names)}-byte "
+                                   f"section name table")
+                budget.charge("names", end - h.sh_name, f"section {i} name")
+                name = resolved[h.sh_name] = names[h.sh_name:end].decode("utf-8", "surrogateescape")
             if h.sh_type == SHT_NOBITS:
                 data = self.buf[0:0]
             else:
@@ -663,7 +677,75 @@ def add_sections(buf, sections: list[NewSection], out: BinaryIO) -> None:
     strtab = out_secs[shstrndx]
     strtab.data = bytes(names)
     strtab.size = len(names)
+    if elf.ehdr.e_type == ET_REL:
+        _rebuild_string_tables(elf, out_secs, shstrndx)
     _write(elf, out_secs, shstrndx, out)
+
+
+def llvm_string_table(strings) -> tuple[bytes, dict[bytes, int]]:
+    """An ELF string table as LLVM's `StringTableBuilder::finalize` lays it out (what llvm-objcopy
+    writes for every table it rebuilds): the strings sorted by their reversed bytes, largest first,
+    so that a string which ends another follows it and is stored as that string's tail; a leading
+    NUL; "" at offset 0.  Returns the table and each string's offset."""
+    offsets: dict[bytes, int] = {}
+    table = bytearray(b"\0")
+    previous = b""
+    for s in sorted(set(strings) - {b""}, key=lambda b: b[::-1], reverse=True):
+        if previous.endswith(s):
+            offsets[s] = len(table) - len(s) - 1
+            continue
+        offsets[s] = len(table)
+        table += s + b"\0"
+        previous = s
+    offsets[b""] = 0
+    return bytes(table), offsets
+
+
+def _string_at(table, offset: int, where: str) -> bytes:
+    if offset >= len(table):
+        raise ElfError(f"{where}: name offset {offset:#x} lies past its string table ({len(table)} bytes)")
+    end = bytes(table).find(b"\0", offset)
+    return bytes(table[offset:end if end >= 0 else len(table)])
+
+
+def _rebuild_string_tables(elf: _Elf, secs: list[_OutSection], shstrndx: int) -> None:
+    """Rebuild the section name table, and the string table of each symbol table, in LLVM's layout
+    (`llvm_string_table`) and point every name at its new offset, as llvm-objcopy does when it writes
+    a relocatable object.  Only for ET_REL: linked images are edited in place."""
+    fmt = "<I" if elf.order == ELFDATA2LSB else ">I"
+    sym = Elf_Sym.struct(elf.cls, elf.order)
+    # table index -> (names of sections, [(symbol table index, entry count)])
+    users: dict[int, tuple[bool, list[int]]] = {}
+    if 0 < shstrndx < len(secs) and secs[shstrndx].sh_type == SHT_STRTAB:
+        users[shstrndx] = (True, [])
+    for i, sec in enumerate(secs):
+        if sec.sh_type == SHT_SYMTAB and 0 < sec.link < len(secs) and secs[sec.link].sh_type == SHT_STRTAB:
+            users.setdefault(sec.link, (False, []))[1].append(i)
+    for t, (section_names, symtabs) in users.items():
+        table = secs[t]
+        if table.flags & SHF_ALLOC:
+            continue
+        old = bytes(table.data)
+        strings = []
+        if section_names:
+            strings += [_string_at(old, s.name_offset, f"section {n} name") for n, s in enumerate(secs[1:], 1)]
+        symbols = {}
+        for i in symtabs:
+            data = bytes(secs[i].data)
+            names = [struct.unpack_from(fmt, data, k * sym.size)[0] for k in range(len(data) // sym.size)]
+            symbols[i] = [_string_at(old, o, f"symbol {k} of section {i}") for k, o in enumerate(names)]
+            strings += symbols[i]
+        new, offsets = llvm_string_table(strings)
+        if section_names:
+            for n, s in enumerate(secs[1:], 1):
+                s.name_offset = offsets[strings[n - 1]]
+        for i, names in symbols.items():
+            data = bytearray(secs[i].data)
+            for k, name in enumerate(names):
+                struct.pack_into(fmt, data, k * sym.size, offsets[name])
+            secs[i].data = bytes(data)
+        table.data = new
+        table.size = len(new)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -826,7 +908,9 @@ def remove_sections(buf, predicate: Callable[[ElfSection], bool], out: BinaryIO)
             for m in members:
                 if m in by_old:
                     by_old[m].flags &= ~SHF_GROUP
-    if elf.shstrndx:
+    if elf.shstrndx and elf.ehdr.e_type == ET_REL:
+        _rebuild_string_tables(elf, out_secs, new_index[elf.shstrndx])
+    elif elf.shstrndx:
         _trim_names(elf, secs, removed, by_old)
     _write(elf, out_secs, new_index[elf.shstrndx] if elf.shstrndx else 0, out)
 

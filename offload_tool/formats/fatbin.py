@@ -36,13 +36,19 @@ Entry header (64 fixed bytes, then variable parts; `header_size` covers all of i
 Payload: the image (raw, padded with NUL to 8; PTX text is NUL-terminated) or a compressed
 stream of `compressed_size` bytes (zstd for FLAG_ZSTD, which nvcc 13 uses by default for PTX and
 for `-rdc` ELF; LZ4 block format for FLAG_LZ4, `--compress-mode=speed`, also used by older
-CUDA releases), padded to 8."""
+CUDA releases), padded to 8.
+
+Decompression is charged to the run's `decompressed` budget (`offload_tool.budget`) before it
+starts, by the size the entry claims (the output must be exactly that size): a 128 KiB file of
+four 1 GiB zstd entries stops at the budget with one line naming the entry, and `image_chunks`
+lets a caller that only hashes an image do so without holding it."""
 
 from __future__ import annotations
 
 import io
 from dataclasses import dataclass, field
 
+from .. import budget
 from ..errors import FatbinError
 from ..fileio import byte_view
 from .layout import Layout
@@ -166,18 +172,30 @@ class FatbinEntry:
         return bytes(self.options).split(b"\0", 1)[0].decode("utf-8", "replace").strip()
 
     def image(self) -> bytes:
-        """The image bytes, decompressed if needed (bounded by `uncompressed_size`)."""
+        """The image bytes, decompressed if needed (bounded by `uncompressed_size` and the budget)."""
         if not self.compressed:
             return bytes(self.payload)
-        where = f"fat binary entry at offset {self.offset:#x}"
+        where, data = self._compressed_data()
+        if self.flags & FLAG_ZSTD:
+            return b"".join(_zstd_chunks(data, self.uncompressed_size, where))
+        return lz4_block_decompress(data, self.uncompressed_size, where)
+
+    def image_chunks(self):
+        """The image as a sequence of pieces of at most 1 MiB (zstd entries are decompressed as
+        they are consumed: hashing an image never holds all of it)."""
+        if self.compressed and self.flags & FLAG_ZSTD:
+            where, data = self._compressed_data()
+            return _zstd_chunks(data, self.uncompressed_size, where)
+        return iter((self.image(),))
+
+    def _compressed_data(self):
+        where = f"fat binary entry at offset {self.offset:#x} ({self.kind_name} for {self.arch})"
         if self.compressed_size > len(self.payload):
             raise FatbinError(f"{where}: compressed_size {self.compressed_size} exceeds payload size {len(self.payload)}")
         if self.uncompressed_size > MAX_UNCOMPRESSED_SIZE:
             raise FatbinError(f"{where}: uncompressed_size {self.uncompressed_size} is implausibly large")
-        data = self.payload[: self.compressed_size]
-        if self.flags & FLAG_ZSTD:
-            return _zstd_decompress(data, self.uncompressed_size, where)
-        return lz4_block_decompress(data, self.uncompressed_size, where)
+        budget.charge("decompressed", self.uncompressed_size, where)
+        return where, self.payload[: self.compressed_size]
 
 
 @dataclass
@@ -254,6 +272,7 @@ def read_fatbin(buf, offset: int = 0) -> Fatbin:
     while off < end:
         if len(entries) >= MAX_ENTRIES:
             raise FatbinError(f"fat binary at offset {offset:#x}: more than {MAX_ENTRIES} entries")
+        budget.charge("entries", 1, f"fat binary entry at offset {off:#x}")
         entry = _read_entry(buf, off, end)
         entries.append(entry)
         off += entry.header_size + len(entry.payload)
@@ -351,12 +370,13 @@ def make_entry(kind: int, sm: int, image: bytes, *, flags: int = FLAG_64BIT | FL
 # --------------------------------------------------------------------------------------------
 # Decompression
 
-def _zstd_decompress(data, expected: int, where: str) -> bytes:
+def _zstd_chunks(data, expected: int, where: str):
+    """The zstd frame `data` decompressed, in pieces of at most 1 MiB; FatbinError unless it
+    inflates to exactly `expected` bytes (checked as it goes: never more than that is produced)."""
     try:
         import zstandard
     except ImportError:  # pragma: no cover - zstandard is a declared dependency
         raise FatbinError(f"{where}: zstd-compressed image, but the zstandard module is missing") from None
-    chunks: list[bytes] = []
     got = 0
     try:
         reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(bytes(data)), read_across_frames=False)
@@ -364,15 +384,15 @@ def _zstd_decompress(data, expected: int, where: str) -> bytes:
             chunk = reader.read(min(1 << 20, expected + 1 - got))
             if not chunk:
                 break
-            chunks.append(chunk)
             got += len(chunk)
+            if got > expected:
+                break
+            yield chunk
     except zstandard.ZstdError as exc:
         raise FatbinError(f"{where}: corrupt zstd data: {exc}") from None
-    out = b"".join(chunks)
-    if len(out) != expected:
-        size = f"more than {expected}" if len(out) > expected else str(len(out))
+    if got != expected:
+        size = f"more than {expected}" if got > expected else str(got)
         raise FatbinError(f"{where}: zstd data inflates to {size} bytes, uncompressed_size says {expected}")
-    return out
 
 
 def _lz4_length(src: bytes, i: int, nibble: int, what: str) -> tuple[int, int]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import BinaryIO, Mapping
 
+from .. import budget
 from ..errors import OffloadBinaryError
 from ..rules import llvm_path
 from ..fileio import byte_view
@@ -56,14 +57,15 @@ OFFLOAD_KINDS_22 = {"none": 0, "openmp": 1, "cuda": 2, "hip": 4, "sycl": 8}
 DEFAULT_LLVM_VERSION = 19
 # 19 and 20 share one numbering (HIP = 3); 22 is checked against llvm-offload-binary-22.
 # 21 is left out: when the bit-flag numbering arrived between 20 and 22 was not verified.
-SUPPORTED_LLVM_VERSIONS = (19, 20, 22)
+# 23 keeps 22's numbering and writes version 2 binaries (several entries in one; see offload_binary_v2).
+SUPPORTED_LLVM_VERSIONS = (19, 20, 22, 23)
 
 
 def _kinds_for(llvm_version: int) -> dict[str, int]:
     if llvm_version in (19, 20):
         return OFFLOAD_KINDS_19
-    if llvm_version == 22:
-        # Offload kinds are bit flags (HIP = 4) in LLVM 22.
+    if llvm_version in (22, 23):
+        # Offload kinds are bit flags (HIP = 4) since LLVM 22.
         return OFFLOAD_KINDS_22
     raise OffloadBinaryError(
         f"unsupported LLVM version {llvm_version} (supported: {', '.join(map(str, SUPPORTED_LLVM_VERSIONS))})")
@@ -141,6 +143,9 @@ class OffloadImage:
     llvm_version: int | None = None
     offset: int = field(default=0, compare=False)
     size: int = field(default=0, compare=False)
+    #: The binary's header Version (1 or 2) and this entry's index in it (version 2 holds several).
+    version: int = field(default=VERSION, compare=False)
+    index: int = field(default=0, compare=False)
 
     @property
     def triple(self) -> str:
@@ -191,8 +196,9 @@ class _StringReader:
 
     LLVM reads the strings without any checks; here every string must end inside the binary,
     NUL searches never rescan bytes (offsets are resolved in ascending order), equal offsets
-    share one decoded string, and the decoded total is capped so a hostile table cannot make
-    us build gigabytes of overlapping strings."""
+    share one decoded string, and the decoded total is capped at four times the binary's size
+    (tail-merged tables of real binaries decode to less than their size) and charged to the run's
+    `names` budget, so a hostile table cannot make us build gigabytes of overlapping strings."""
 
     def __init__(self, buf, base: int, size: int, offsets: set[int]) -> None:
         self.buf, self.base, self.size = buf, base, size
@@ -207,7 +213,7 @@ class _StringReader:
                         f"offload binary at offset {base:#x}: string at {off:#x} is not NUL-terminated inside the binary")
             self.nul[off] = prev_nul
         self.cache: dict[int, str] = {}
-        self.budget = max(16 << 20, 4 * size)
+        self.budget = 4 * size
 
     def get(self, off: int) -> str:
         s = self.cache.get(off)
@@ -217,7 +223,9 @@ class _StringReader:
             self.budget -= n
             if self.budget < 0:
                 raise OffloadBinaryError(
-                    f"offload binary at offset {self.base:#x}: string table references are implausibly large")
+                    f"offload binary at offset {self.base:#x}: string table references are implausibly large "
+                    f"(overlapping strings decode to more than four times the {self.size}-byte binary)")
+            budget.charge("names", n, f"offload binary at offset {self.base:#x}: string at {off:#x}")
             s = self.cache[off] = bytes(self.buf[start:start + n]).decode("utf-8", "surrogateescape")
         return s
 
@@ -300,10 +308,25 @@ def read_offload_binaries(buf, *, llvm_version: int | None = None) -> list[Offlo
     images = []
     offset = 0
     while offset < len(view):
+        budget.charge("entries", 1, f"offload binary at offset {offset:#x}")
+        if (_header_version(view, offset) or 0) >= 2:
+            from .offload_binary_v2 import read_offload_binary_v2
+
+            entries = read_offload_binary_v2(view, offset, llvm_version=llvm_version)
+            images.extend(entries)
+            offset += HEADER.read(view, offset, OffloadBinaryError).Size
+            continue
         img = read_offload_binary(view, offset, llvm_version=llvm_version)
         images.append(img)
         offset += img.size
     return images
+
+
+def _header_version(view, offset: int) -> int | None:
+    """The Version field of a header at `offset` whose magic matches (None otherwise)."""
+    if len(view) - offset < HEADER.size or bytes(view[offset:offset + 4]) != MAGIC:
+        return None
+    return HEADER.read(view, offset, OffloadBinaryError).Version
 
 
 # --------------------------------------------------------------------------------------------

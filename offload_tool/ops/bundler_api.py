@@ -15,10 +15,11 @@ import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
+from .. import budget
 from ..formats.bundle import (BundleEntry, bundle_chunks, bundle_size, read_binary_bundle, read_text_bundle,
                      stringmap_entries)
 from ..errors import BundleError, BundleFormatError, CompressionError, OffloadError, UsageError
-from ..fileio import atomic_output, open_input
+from ..fileio import atomic_output, open_input, open_input_file, output_transaction
 from ..formats.magic import FileKind, bundle_handler, identify, is_object_file, text_bundle_type
 
 if TYPE_CHECKING:  # ccob (hashlib, zlib) is imported only when a bundle is compressed
@@ -97,7 +98,29 @@ def bundler_config(*, verbose: bool | None = None, compress: bool | str | None =
             cfg.compress = bool(compress)
     if compression_level is not None:
         cfg.compression_level = int(compression_level)
+    cfg.compression_level = _compression_level(cfg.compression_method, cfg.compression_level)
     return cfg
+
+
+# libzstd's level range (ZSTD_minCLevel() .. ZSTD_maxCLevel()); zlib's is -1 (default) .. 9.
+_ZSTD_LEVELS = (-(1 << 17), 22)
+_ZLIB_LEVELS = (-1, 9)
+
+
+def _compression_level(method: str, level: int | None) -> int | None:
+    """The level as the compressor will use it. LLVM passes any `int` to libzstd, which clamps it
+    into its range, so zstd levels are clamped the same way; zlib rejects a level outside -1..9
+    (LLVM 19 then asserts or fails with no message), so that is an error naming the range."""
+    if level is None:
+        return None
+    if not -(1 << 31) <= level < (1 << 31):
+        raise UsageError(f"compression level {level} is not a 32-bit integer")
+    if method == "zstd":
+        return min(max(level, _ZSTD_LEVELS[0]), _ZSTD_LEVELS[1])
+    if not _ZLIB_LEVELS[0] <= level <= _ZLIB_LEVELS[1]:
+        raise UsageError(f"invalid compression level {level} for zlib (expected {_ZLIB_LEVELS[0]} to "
+                         f"{_ZLIB_LEVELS[1]})")
+    return level
 
 
 def _llvm_int(text: str) -> int | None:
@@ -187,8 +210,12 @@ def _copy_file_range(src_fd: int, out, offset: int, size: int) -> None:
             chunk = os.pread(src_fd, min(remaining, _COPY_CHUNK), pos)
             n = len(chunk)
             view = memoryview(chunk)
-            while view:
-                view = view[os.write(dst_fd, view):]
+            try:
+                while view:
+                    view = view[os.write(dst_fd, view):]
+            except OSError as exc:
+                name = getattr(getattr(out, "raw", None), "output_name", "")
+                raise OffloadError(f"'{name}': {exc.strerror or exc}" if name else str(exc.strerror or exc)) from None
         if n == 0:
             raise BundleFormatError(f"input ended {remaining} bytes early while copying offset {pos}")
         pos += n
@@ -227,20 +254,6 @@ def _read_slices(chunks, file_slices: dict[int, tuple[int, int]], piece: int = 8
             remaining -= len(data)
 
 
-def _regular_fd(path, stack: contextlib.ExitStack) -> int | None:
-    """A read fd for a regular file (for kernel copies), or None (stdin, devices, pipes)."""
-    if os.fspath(path) == "-":
-        return None
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    stack.callback(os.close, fd)
-    import stat
-
-    return fd if stat.S_ISREG(os.fstat(fd).st_mode) else None
-
-
 def _write(output, kind: str, files_type: str, entries: Sequence[BundleEntry], cfg: BundlerConfig,
            bundle_align: int, host_object=None, file_slices: dict[int, tuple[int, int]] | None = None) -> None:
     """Write a bundle atomically. `file_slices` maps payloads (by id) to (fd, offset) for kernel copies."""
@@ -261,14 +274,16 @@ def _write(output, kind: str, files_type: str, entries: Sequence[BundleEntry], c
             _stream(out, bundle_chunks(entries, files_type, bundle_align), file_slices or {})
 
 
+@budget.metered
 def bundle(files_type: str, targets: list[str], inputs: list[str], output: str, *, bundle_align: int = 1,
            compress: bool | str | None = None, compression_level: int | None = None,
            hip_openmp_compatible: bool = False, verbose: bool | None = None,
-           env: Mapping[str, str] = os.environ) -> None:
+           env: Mapping[str, str] = os.environ, dry_run=None) -> None:
     """`clang-offload-bundler -type=T -targets=... -input=... -output=O` (bundling), byte-identical to
     LLVM 19 for uncompressed binary and text bundles. `compress` may also name the method ("zstd",
     "zlib"). `hip_openmp_compatible` only matters when unbundling (accepted for symmetry with the CLI).
-    Raises an `OffloadError` subclass."""
+    With `dry_run` (an `ops.dry_run.DryRun`, the CLI's `-###`) nothing is written; for objects the
+    objcopy command LLVM would run is printed. Raises an `OffloadError` subclass."""
     from ..rules.bundle_id import validate_bundler_targets
 
     if files_type == "a":
@@ -281,8 +296,14 @@ def bundle(files_type: str, targets: list[str], inputs: list[str], output: str, 
     host_index = next((n for n, i in enumerate(ids) if i.startswith("host-")), 0)
     cfg = bundler_config(verbose=verbose, compress=compress, compression_level=compression_level, env=env)
     with contextlib.ExitStack() as stack:
-        buffers = [stack.enter_context(open_input(p)) for p in inputs]
+        # Each input opened once (a FIFO cannot be opened twice); its descriptor serves kernel copies.
+        sources = [stack.enter_context(open_input_file(p)) for p in inputs]
+        buffers = [s.view for s in sources]
         kind = _handler_kind(files_type, buffers[host_index] if buffers else b"")
+        if dry_run is not None:
+            if kind == "object":
+                dry_run.add_sections(ids, [os.fspath(p) for p in inputs], host_index, os.fspath(output))
+            return
         if kind == "object":
             entries = [BundleEntry(i, b"\0" if i.startswith("host-") else buf) for i, buf in zip(ids, buffers)]
             _write(output, kind, files_type, entries, cfg, bundle_align, host_object=buffers[host_index])
@@ -291,14 +312,14 @@ def bundle(files_type: str, targets: list[str], inputs: list[str], output: str, 
             # Headers from sizes only; payloads copied file to file by the kernel, or read piecewise
             # into the compressor (never mapped whole).
             slices = {}
-            for path, e in zip(inputs, entries):
-                fd = _regular_fd(path, stack)
-                if fd is not None and os.fstat(fd).st_size == memoryview(e.data).nbytes:
-                    slices[id(e.data)] = (fd, 0)
+            for source, e in zip(sources, entries):
+                if source.fd is not None and os.fstat(source.fd).st_size == memoryview(e.data).nbytes:
+                    slices[id(e.data)] = (source.fd, 0)
             _write(output, kind, "bc" if kind == "binary" else files_type, entries, cfg, bundle_align,
                    file_slices=slices)
         del entries
         buffers.clear()
+        sources.clear()
 
 
 # --- reading ----------------------------------------------------------------------------------------
@@ -323,6 +344,7 @@ def _read_any(buf, files_type: str | None, cfg: BundlerConfig) -> Bundle:
     return Bundle(kind, _read_entries(kind, data, ftype), info)
 
 
+@budget.metered
 def read_bundle(source: str | os.PathLike | bytes | bytearray | memoryview, files_type: str | None = None, *,
                 verbose: bool | None = False, env: Mapping[str, str] = os.environ) -> Bundle:
     """Read a bundle (binary, text or object; compressed or not) from a path or a buffer.
@@ -336,6 +358,7 @@ def read_bundle(source: str | os.PathLike | bytes | bytearray | memoryview, file
         return _read_any(buf, files_type, cfg)
 
 
+@budget.metered
 def list_bundle_ids(files_type: str, input: str | os.PathLike, *, llvm_order: bool = False,
                     verbose: bool | None = None, env: Mapping[str, str] = os.environ) -> list[str]:
     """The bundle entry IDs of a bundle: file order, or with `llvm_order=True` the order LLVM 19's
@@ -385,10 +408,11 @@ def plan_unbundle(entries: list[BundleEntry], targets: list[str], *, hip_openmp_
     return assigned, [n for _, n in worklist.items()]
 
 
+@budget.metered
 def unbundle(files_type: str, targets: list[str], input: str | os.PathLike, outputs: list[str], *,
              allow_missing_bundles: bool = False, hip_openmp_compatible: bool = False,
              check_input_archive: bool = False, verbose: bool | None = None,
-             env: Mapping[str, str] = os.environ) -> None:
+             env: Mapping[str, str] = os.environ, dry_run=None) -> None:
     """`clang-offload-bundler -unbundle`: write each target's entry to its output (LLVM 19's matching,
     messages and empty-output rules). `-type=a` goes to archive unbundling. All outputs are
     written to temporary files and renamed only when every one is complete."""
@@ -399,6 +423,8 @@ def unbundle(files_type: str, targets: list[str], input: str | os.PathLike, outp
     if check_input_archive and files_type != "a":
         raise UsageError("-check-input-archive can only be used for unbundling archives (-type=a)")
     ids = [str(i) for i in validate_bundler_targets(list(targets), bundling=False)]
+    if files_type == "a" and dry_run is not None:
+        return  # LLVM runs no external command for archives; a dry run writes nothing
     if files_type == "a":
         from .hda import unbundle_archive
 
@@ -408,7 +434,8 @@ def unbundle(files_type: str, targets: list[str], input: str | os.PathLike, outp
         return
     cfg = bundler_config(verbose=verbose, env=env)
     _check_type(files_type)
-    with open_input(input) as raw:
+    with open_input_file(input) as source:
+        raw = source.view
         data, _, finish_decompression = _maybe_decompress(raw, cfg, defer=True)
         try:
             kind = _handler_kind(files_type, data)
@@ -431,15 +458,21 @@ def unbundle(files_type: str, targets: list[str], input: str | os.PathLike, outp
                     raise BundleError("Can't find bundle for the host target")
                 for n, t in enumerate(unique_ids):
                     contents[last_output[t]] = assigned[n].data if n in assigned else b""
+            if dry_run is not None:
+                if kind == "object" and any(parse_bundle_entry_id(e.bundle_entry_id).is_host
+                                            for e in assigned.values()):
+                    dry_run.remove_sections(os.fspath(input))
+                finish_decompression()
+                return
             # File offsets of payloads that are slices of the (uncompressed) input.
             offsets = {id(e.data): e.offset for e in assigned.values()
                        if isinstance(e.data, memoryview) and kind != "object"}
             offsets[id(data)] = 0
             # Outputs named for duplicated targets but not kept by the worklist are not written (as LLVM).
-            with contextlib.ExitStack() as stack:
+            with output_transaction() as outputs:
                 # Payloads still in the input file are copied by the kernel from their offsets.
-                src_fd = _regular_fd(input, stack) if data is raw else None
-                files = [(stack.enter_context(atomic_output(path)), payload) for path, payload in contents.items()]
+                src_fd = source.fd if data is raw else None
+                files = [(outputs.open(path), payload) for path, payload in contents.items()]
                 for f, payload in files:
                     size = memoryview(payload).nbytes
                     if not size:

@@ -6,12 +6,17 @@ section of type `SHT_LLVM_OFFLOADING` (the name does not matter), COFF objects e
 whose name starts with `.llvm.offloading`; LLVM bitcode contributes the
 globals listed in the `llvm.embedded.objects` named metadata whose section is
 `.llvm.offloading`; static archives are searched member by member, recursively.  Anything else
-holds no images (not an error, as in LLVM)."""
+holds no images (not an error, as in LLVM).
+
+As in LLVM, every section header counts, even several naming the same bytes; such bytes are
+parsed once, and every image found is charged to the run's `entries` budget, archive nesting to
+its `depth` budget (`offload_tool.budget`), so work stays bounded by what the input holds."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import budget
 from ..formats import coff
 from ..formats import elf
 from ..formats.bitcode import BitcodeError, embedded_objects
@@ -20,9 +25,10 @@ from ..fileio import byte_view
 from ..formats.magic import FileKind, identify
 from ..formats.offload_binary import OFFLOADING_SECTION, OffloadImage, read_offload_binaries
 
-__all__ = ["FoundImage", "find_offload_images", "file_kind", "MAX_ARCHIVE_DEPTH"]
+__all__ = ["FoundImage", "find_offload_images", "file_kind", "why_no_images", "MAX_ARCHIVE_DEPTH"]
 
-MAX_ARCHIVE_DEPTH = 8
+#: The default archive nesting limit (the `depth` budget, raised with --budget=depth=N).
+MAX_ARCHIVE_DEPTH = budget.DEFAULT_LIMITS.depth
 
 
 @dataclass
@@ -48,19 +54,44 @@ def file_kind(buf) -> str:
     return _CONTAINER_WORDS.get(identify(buf), "other")
 
 
+_NO_IMAGES = {
+    "package": "the package holds no images",
+    "elf": "an ELF file with no offloading section (SHT_LLVM_OFFLOADING)",
+    "coff": "a COFF object with no .llvm.offloading section",
+    "bitcode": "LLVM bitcode with no llvm.embedded.objects in .llvm.offloading",
+    "archive": "an archive none of whose members holds an offload image",
+}
+
+
+def why_no_images(buf) -> str:
+    """Why `find_offload_images` found nothing in `buf`, in a few words (for a warning)."""
+    word = file_kind(buf)
+    if word in _NO_IMAGES:
+        return _NO_IMAGES[word]
+    kind = identify(buf)
+    if kind is not FileKind.UNKNOWN:
+        return f"not a container offload images are extracted from (a file of kind '{kind.value}')"
+    return ("not an offload package, object file, bitcode or archive (no known magic number)" if len(buf) else
+            "the file is empty")
+
+
 def _elf_images(buf, name: str, member: str | None, llvm_version: int | None) -> list[FoundImage]:
     found: list[FoundImage] = []
     etype = elf.elf_type(buf)
     # LLVM creates an ObjectFile only for these; cores and others hold no images.
     if etype not in ("ET_REL", "ET_EXEC", "ET_DYN", 1, 2, 3):
         return found
+    parsed: dict[tuple[int, int], list[OffloadImage]] = {}  # several headers may name the same bytes
     for sec in elf.read_sections(buf):
         if sec.sh_type != elf.SHT_LLVM_OFFLOADING:
             continue
-        try:
-            images = read_offload_binaries(sec.data, llvm_version=llvm_version)
-        except OffloadBinaryError as exc:
-            raise OffloadBinaryError(f"{name}: section {sec.name} at file offset {sec.offset:#x}: {exc}") from None
+        images = parsed.get((sec.offset, sec.size))
+        if images is None:
+            try:
+                images = parsed[sec.offset, sec.size] = read_offload_binaries(sec.data, llvm_version=llvm_version)
+            except OffloadBinaryError as exc:
+                raise OffloadBinaryError(f"{name}: section {sec.name} at file offset {sec.offset:#x}: {exc}") from None
+        budget.charge("entries", len(images), f"{name}: section {sec.name} at file offset {sec.offset:#x}")
         for i, img in enumerate(images):
             found.append(FoundImage(f"{name}:{sec.name}[{i}]", "elf", img, sec.name, member, i))
     return found
@@ -77,6 +108,7 @@ def _bitcode_images(buf, name: str, member: str | None, llvm_version: int | None
             images = read_offload_binaries(data, llvm_version=llvm_version)
         except OffloadBinaryError as exc:
             raise OffloadBinaryError(f"{name}: embedded object in {OFFLOADING_SECTION}: {exc}") from None
+        budget.charge("entries", len(images), f"{name}: embedded object in {OFFLOADING_SECTION}")
         for i, img in enumerate(images):
             found.append(FoundImage(f"{name}:{OFFLOADING_SECTION}[{i}]", "bitcode", img, OFFLOADING_SECTION, member, i))
     return found
@@ -85,14 +117,19 @@ def _bitcode_images(buf, name: str, member: str | None, llvm_version: int | None
 def _coff_images(buf, name: str, member: str | None, llvm_version: int | None) -> list[FoundImage]:
     """COFF objects: sections whose name starts with `.llvm.offloading` (LLVM's rule for COFF)."""
     found: list[FoundImage] = []
+    parsed: dict[tuple[int, int], list[OffloadImage]] = {}  # several headers may name the same bytes
     for sec in coff.read_sections(buf, name):
         sec_name, ptr = sec.name, sec.offset
         if not sec_name.startswith(OFFLOADING_SECTION):
             continue
-        try:
-            images = read_offload_binaries(buf[ptr:ptr + sec.size], llvm_version=llvm_version)
-        except OffloadBinaryError as exc:
-            raise OffloadBinaryError(f"{name}: section {sec_name} at file offset {ptr:#x}: {exc}") from None
+        images = parsed.get((ptr, sec.size))
+        if images is None:
+            try:
+                images = parsed[ptr, sec.size] = read_offload_binaries(buf[ptr:ptr + sec.size],
+                                                                       llvm_version=llvm_version)
+            except OffloadBinaryError as exc:
+                raise OffloadBinaryError(f"{name}: section {sec_name} at file offset {ptr:#x}: {exc}") from None
+        budget.charge("entries", len(images), f"{name}: section {sec_name} at file offset {ptr:#x}")
         for i, img in enumerate(images):
             found.append(FoundImage(f"{name}:{sec_name}[{i}]", "coff", img, sec_name, member, i))
     return found
@@ -101,11 +138,10 @@ def _coff_images(buf, name: str, member: str | None, llvm_version: int | None) -
 def _archive_images(buf, name: str, llvm_version: int | None, depth: int) -> list[FoundImage]:
     from ..formats.archive import read_archive
 
-    if depth >= MAX_ARCHIVE_DEPTH:
-        raise OffloadError(f"{name}: archives nested more than {MAX_ARCHIVE_DEPTH} deep")
     found: list[FoundImage] = []
-    for m in read_archive(buf):
-        found.extend(_find(m.data, f"{name}({m.name})", m.name, llvm_version, depth + 1))
+    with budget.nested(f"{name}: archive"):
+        for m in read_archive(buf):
+            found.extend(_find(m.data, f"{name}({m.name})", m.name, llvm_version, depth + 1))
     return found
 
 
@@ -114,6 +150,7 @@ def _package_images(buf, name: str, member: str | None, llvm_version: int | None
         images = read_offload_binaries(buf, llvm_version=llvm_version)
     except OffloadBinaryError as exc:
         raise OffloadBinaryError(f"{name}: {exc}") from None
+    budget.charge("entries", len(images), name)
     return [FoundImage(f"{name}[{i}]", "package", img, None, member, i) for i, img in enumerate(images)]
 
 
@@ -146,4 +183,5 @@ def find_offload_images(buf, name: str, *, llvm_version: int | None = None) -> l
     """Every OffloadBinary image in `buf` (a file's contents; `name` is used in paths and errors).
 
     Bad packages raise `OffloadBinaryError`; bad containers the container's `OffloadError`."""
-    return _find(byte_view(buf), name, None, llvm_version, 0)
+    with budget.run():
+        return _find(byte_view(buf), name, None, llvm_version, 0)

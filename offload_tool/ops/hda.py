@@ -27,15 +27,15 @@ clear error where LLVM 19 sometimes silently skips them or crashes.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from functools import lru_cache
 
+from .. import budget
 from ..rules import llvm_path
 from ..formats.archive import read_archive, write_archive
 from ..errors import BundleError, CompressionError, UsageError
-from ..fileio import atomic_output, open_input, sanitize_name
+from ..fileio import open_input, output_transaction, sanitize_name
 from ..formats.magic import FileKind, bundle_handler, identify
 
 __all__ = ["unbundle_archive", "archive_member_entries", "device_member_name"]
@@ -133,6 +133,7 @@ def _check_archive(members, archive_path: str) -> None:
                               f"{archive_path}")
 
 
+@budget.metered
 def unbundle_archive(input_path, targets: list[str], output_paths: list[str], *, allow_missing_bundles: bool = False,
                      check_input_archive: bool = False, hip_openmp_compatible: bool = False) -> None:
     """Write one device-specific archive per target (standardized bundle entry IDs) from the
@@ -175,8 +176,7 @@ def unbundle_archive(input_path, targets: list[str], output_paths: list[str], *,
                 raise BundleError(f"no compatible code object found for the target '{t}' in heterogeneous "
                                   f"archive library: {input_name}")
         # A path named twice keeps the later target's archive, as LLVM's sequential writes do.
-        with contextlib.ExitStack() as stack:
+        with output_transaction() as txn:
             for path, items in plan.items():
-                out = stack.enter_context(atomic_output(path))
-                write_archive(items, out)
+                write_archive(items, txn.open(path))
         del outputs, plan, members

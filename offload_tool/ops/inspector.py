@@ -13,25 +13,37 @@ Containers are recognised by content, never by file name, and unwrapped recursiv
 An image whose bytes are themselves a container (a fat binary inside an OffloadBinary, a bundle
 inside a package, a bundle inside an archive member, ...) is replaced by the images inside it,
 so the listing always shows the innermost device code.  Host entries of bundles are not device
-images and are not listed.  Nesting is bounded (`MAX_DEPTH`)."""
+images and are not listed.
+
+Work is bounded by the input, not by how often it refers to the same bytes: nesting is bounded by
+the run's `depth` budget, every container and image visited is charged to its `entries` budget,
+and a container at bytes already listed in this scan (entries, sections or headers pointing at
+one payload, a bundle whose entries point at itself) is not listed again but shown as one row
+whose `same_as` names the first listing.  Images that share bytes are hashed once; overlapping
+ones may not make the scan hash more than the input (plus what was decompressed) holds."""
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 from dataclasses import dataclass, field
 
+from .. import budget
 from ..formats import fatbin as _fatbin
 from ..formats import objbundle
 from ..errors import OffloadError
 from ..fileio import byte_view
 from ..formats.magic import TEXT_BUNDLE_COMMENTS, FileKind, identify, text_bundle_comment
 from ..formats.offload_binary import OffloadImage, objdump_image_kind_name, offload_kind_name
+from ..printable import printable
 
 __all__ = ["DeviceImage", "inspect_buffer", "inspect_file", "format_table", "to_json", "MAX_DEPTH",
+           "size_summary", "format_sizes",
            "AMBIGUOUS_PRODUCER", "AMBIGUOUS_PRODUCER_NOTE"]
 
-MAX_DEPTH = 8
+#: The default nesting limit (the `depth` budget, raised with --budget=depth=N).
+MAX_DEPTH = budget.DEFAULT_LIMITS.depth
 
 #: How producer value 3 is shown when the producing LLVM is not known (see `offload_binary`).
 AMBIGUOUS_PRODUCER = "hip?"
@@ -102,6 +114,28 @@ class _Scanner:
         self.keep_data = keep_data
         self.found: list[DeviceImage] = []
         self.files: list[str] = []
+        # Per buffer the scan reads from (the input, each decompressed payload), by id: the buffer
+        # (kept alive so that no id or address is reused), the containers listed from it by where
+        # they start ((address, kind) -> path) and the hashes of its images ((address, size) -> sha256).
+        self.buffers: dict[int, tuple[object, dict, dict]] = {}
+        self.hash_allowance = 0  # bytes the scan may still hash (see `add`)
+
+    def remember(self, view: memoryview) -> None:
+        """Record what is listed from `view`'s buffer (the input, or a decompressed payload)."""
+        self.buffers.setdefault(id(view.obj), (view.obj, {}, {}))
+        self.hash_allowance += len(view)
+
+    def forget(self, view: memoryview) -> None:
+        """Drop what was recorded about a (decompressed) buffer that is about to be freed."""
+        self.buffers.pop(id(view.obj), None)
+
+    def where(self, data) -> tuple[dict, dict, int, int] | None:
+        """(listed, hashes, address, size) of `data` if it lies in a remembered buffer."""
+        view = data if isinstance(data, memoryview) else memoryview(data)
+        entry = self.buffers.get(id(view.obj))
+        if entry is None or entry[0] is not view.obj:
+            return None
+        return entry[1], entry[2], _address(view), len(view)
 
     # -- dispatch ---------------------------------------------------------------------------
 
@@ -111,35 +145,68 @@ class _Scanner:
 
     def scan_file(self, data, path: str, wrappers: list[str], depth: int) -> None:
         """A whole file or archive member: containers, ELF objects and bitcode are searched."""
-        if depth > MAX_DEPTH:
-            raise OffloadError(f"{path}: containers nested more than {MAX_DEPTH} deep")
         kind = identify(data)
         self.files.append(path)
         try:
             if kind is FileKind.ELF:
-                self.scan_elf(data, path, wrappers, depth)
+                if not self.first_listing(data, "elf", path, wrappers, False):
+                    with budget.nested(path):
+                        self.scan_elf(data, path, wrappers, depth)
             elif kind is FileKind.BITCODE:
-                self.scan_bitcode(data, path, wrappers, depth)
+                if not self.first_listing(data, "bitcode", path, wrappers, False):
+                    with budget.nested(path):
+                        self.scan_bitcode(data, path, wrappers, depth)
             elif kind in _CONTAINERS:
                 self.scan_container(_CONTAINERS[kind], data, path, wrappers, depth, compressed=False)
         finally:
             self.files.pop()
 
+    def first_listing(self, data, kind: str, path: str, wrappers: list[str], compressed: bool) -> bool:
+        """False if the container at `data` was listed before in this scan (or is being listed:
+        an entry pointing at its own container); then one row saying so is added instead."""
+        budget.charge("entries", 1, path)
+        place = self.where(data)
+        if place is None:
+            return False
+        listed, _hashes, address, _size = place
+        first = listed.get((address, kind))
+        if first is None:
+            listed[address, kind] = path
+            return False
+        self.found.append(DeviceImage(
+            path=path, container=kind, producer="", triple="", arch="", image_kind=kind, size=len(data),
+            compressed=compressed, sha256="", wrappers=list(wrappers), file=self.files[-1] if self.files else "",
+            details={"same_as": first}))
+        return True
+
     def scan_container(self, kind: str, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
-        if depth > MAX_DEPTH:
-            raise OffloadError(f"{path}: containers nested more than {MAX_DEPTH} deep")
+        if self.first_listing(data, kind, path, wrappers, compressed):
+            return
+        with budget.nested(path):
+            self.scan_container_once(kind, data, path, wrappers, depth, compressed)
+
+    def scan_container_once(self, kind: str, data, path: str, wrappers: list[str], depth: int,
+                            compressed: bool) -> None:
         if kind == "package":
             self.scan_package(data, path, wrappers, depth, compressed)
         elif kind == "fatbin":
             self.scan_fatbin(data, path, wrappers, compressed)
+        elif kind == "ccob" and (parts := _ccob_parts(data)) is not None:
+            # Several CCOBs back to back: each header's total size says where the next begins.
+            for start, part in parts:
+                self.scan_container("ccob", part, f"{path}@{start:#x}", wrappers, depth, compressed)
         elif kind == "ccob":
             from ..formats import ccob
             inner, _info = ccob.decompress(data)
             inner = memoryview(inner)
+            self.remember(inner)
             inner_kind = self.container_kind(inner)
             if inner_kind is None:
                 raise OffloadError(f"{path}: compressed bundle does not hold a bundle")
-            self.scan_container(inner_kind, inner, path, wrappers + ["ccob"], depth + 1, compressed=True)
+            try:
+                self.scan_container(inner_kind, inner, path, wrappers + ["ccob"], depth + 1, compressed=True)
+            finally:
+                self.forget(inner)
         elif kind == "bundle":
             from ..formats.bundle import read_binary_bundle
             self.scan_bundle_entries(read_binary_bundle(data), "bundle", path, wrappers, depth, compressed)
@@ -184,7 +251,8 @@ class _Scanner:
             path=path, container="offload-binary", producer=producer, triple=img.triple, arch=img.arch,
             image_kind=kind, size=len(img.image), compressed=compressed, sha256="", wrappers=list(wrappers),
             producer_note=note, details={"offload_kind": img.offload_kind, "flags": img.flags,
-                                         "strings": dict(img.strings)}, data=img.image))
+                                         "strings": dict(img.strings), "binary_version": img.version,
+                                         "entry_index": img.index}, data=img.image))
 
     def producer_of(self, img: OffloadImage) -> tuple[str, str | None]:
         if self.llvm_version is None and img.offload_kind == 3:
@@ -195,7 +263,15 @@ class _Scanner:
         fatbins = _fatbin.read_fatbins(data)
         for j, fb in enumerate(fatbins):
             for i, entry in enumerate(fb.entries):
-                image = entry.image()
+                digest = ""
+                if not self.keep_data and entry.kind != _fatbin.KIND_PTX and entry.compressed:
+                    # Listing only: hash the image as it is decompressed, never holding all of it.
+                    hasher = hashlib.sha256()
+                    for chunk in entry.image_chunks():
+                        hasher.update(chunk)
+                    image, digest = b"", hasher.hexdigest()
+                else:
+                    image = entry.image()
                 if entry.kind == _fatbin.KIND_PTX:
                     kind, image = "ptx", image.split(b"\0", 1)[0]
                 elif entry.kind == _fatbin.KIND_ELF:
@@ -215,7 +291,8 @@ class _Scanner:
                 self.add(DeviceImage(
                     path=label, container="fatbin", producer="cuda",
                     triple="nvptx64-nvidia-cuda" if entry.is_64bit else "nvptx-nvidia-cuda", arch=entry.arch,
-                    image_kind=kind, size=len(image), compressed=compressed or entry.compressed, sha256="",
+                    image_kind=kind, size=len(image) if not digest else entry.uncompressed_size,
+                    compressed=compressed or entry.compressed, sha256=digest,
                     wrappers=list(wrappers), details=details, data=image))
 
     def scan_bundle_entries(self, entries, container: str, path: str, wrappers: list[str], depth: int,
@@ -254,9 +331,9 @@ class _Scanner:
         from ..formats import elf
         for sec in elf.read_sections(data):
             name = sec.name
-            spath = f"{path}:{name}"
             if sec.sh_type == elf.SHT_LLVM_OFFLOADING:
-                self.scan_package(sec.data, spath, wrappers + ["elf"], depth + 1, False)
+                self.scan_container("package", sec.data, self.section_path(path, name), wrappers + ["elf"],
+                                    depth + 1, False)
             elif objbundle.is_bundle_section_name(name):
                 # Object bundle: one entry per section; the host entry is a single 0 byte.
                 bid = objbundle.bundle_entry_id_of(name)
@@ -265,6 +342,9 @@ class _Scanner:
             elif name in _HIP_FATBIN_SECTIONS or name in _fatbin.FATBIN_SECTIONS:
                 if sec.sh_type == 8 or not len(sec.data):  # SHT_NOBITS / empty: nothing stored
                     continue
+                spath = self.section_path(path, name)
+                if self.first_listing(sec.data, "section", spath, wrappers + ["elf"], False):
+                    continue  # another header for the same bytes
                 try:
                     if name in _HIP_FATBIN_SECTIONS:
                         # A linked program's .hip_fatbin holds one bundle per translation unit, each
@@ -281,12 +361,65 @@ class _Scanner:
                 except OffloadError as exc:
                     raise with_file_name(exc, f"{spath} (file offset {sec.offset:#x})") from None
 
+    @staticmethod
+    def section_path(path: str, name: str) -> str:
+        """`file:section`, made only for sections with offload content (a long name shared by
+        thousands of other headers is not copied for each) and charged to the `names` budget."""
+        budget.charge("names", len(name), f"{path}: section name")
+        return f"{path}:{name}"
+
     def add(self, image: DeviceImage) -> None:
+        budget.charge("entries", 1, image.path)
         image.file = self.files[-1] if self.files else ""
-        image.sha256 = hashlib.sha256(image.data).hexdigest()
+        place = self.where(image.data)
+        if image.sha256:  # hashed while it was decompressed
+            pass
+        elif place is None:  # bytes of its own (a decompressed fat binary entry): hashed once anyway
+            image.sha256 = hashlib.sha256(image.data).hexdigest()
+        else:
+            _listed, hashes, address, size = place
+            digest = hashes.get((address, size))
+            if digest is None:
+                # Images that overlap without being the same bytes would each be hashed anew; those
+                # of a legitimate file cover each byte of the input (or of a decompressed payload) once.
+                self.hash_allowance -= size
+                if self.hash_allowance < 0:
+                    raise OffloadError(f"{image.path}: device images overlap: listing them would hash more "
+                                       f"bytes than the input and its decompressed contents hold")
+                digest = hashes[address, size] = hashlib.sha256(image.data).hexdigest()
+            image.sha256 = digest
         if not self.keep_data:
             image.data = b""  # listing only: do not hold every (decompressed) image in memory
         self.found.append(image)
+
+
+class _PyBuffer(ctypes.Structure):
+    """CPython's `Py_buffer`: only `buf`, the address of the first byte, is read."""
+
+    _fields_ = [("buf", ctypes.c_void_p), ("obj", ctypes.c_void_p), ("len", ctypes.c_ssize_t),
+                ("itemsize", ctypes.c_ssize_t), ("readonly", ctypes.c_int), ("ndim", ctypes.c_int),
+                ("format", ctypes.c_char_p), ("shape", ctypes.c_void_p), ("strides", ctypes.c_void_p),
+                ("suboffsets", ctypes.c_void_p), ("internal", ctypes.c_void_p)]
+
+
+_get_buffer = ctypes.pythonapi.PyObject_GetBuffer
+_get_buffer.argtypes = [ctypes.py_object, ctypes.POINTER(_PyBuffer), ctypes.c_int]
+_get_buffer.restype = ctypes.c_int
+_release_buffer = ctypes.pythonapi.PyBuffer_Release
+_release_buffer.argtypes = [ctypes.POINTER(_PyBuffer)]
+_release_buffer.restype = None
+
+
+def _address(view: memoryview) -> int:
+    """The address of `view`'s first byte.  Slices of one buffer that start at the same byte have
+    the same address: that is how entries pointing at the same bytes are recognised without
+    comparing or hashing them."""
+    buf = _PyBuffer()
+    _get_buffer(view, ctypes.byref(buf), 0)  # PyBUF_SIMPLE: a contiguous view
+    try:
+        return buf.buf or 0
+    finally:
+        _release_buffer(ctypes.byref(buf))
 
 
 def _bundle_extent(data) -> int | None:
@@ -301,23 +434,52 @@ def _bundle_extent(data) -> int | None:
     return max([header] + [e.offset + e.size for e in entries])
 
 
+def _ccob_parts(data) -> list[tuple[int, memoryview]] | None:
+    """The CCOBs stored back to back in `data`, split by each header's total size field (never by
+    searching for the magic), or None when the first CCOB spans all of `data`.
+
+    Only version 3 headers (and version 2 ones, whose 32-bit total size cannot wrap below 4 GiB)
+    record their size; a CCOB without one takes the rest.  Each part is charged to the run's
+    `entries` budget, and a size that does not move forward is an error."""
+    from ..formats import ccob
+
+    view = byte_view(data)
+    first = ccob.read_header(view)
+    if first.total_size is None or first.total_size >= len(view):
+        return None
+    parts: list[tuple[int, memoryview]] = []
+    pos = 0
+    while pos < len(view):
+        budget.charge("entries", 1, f"compressed bundle at offset {pos:#x}")
+        try:
+            info = ccob.read_header(view[pos:])
+        except OffloadError as exc:
+            raise type(exc)(f"compressed bundle at offset {pos:#x}: {exc}") from None
+        extent = info.total_size if info.total_size is not None else len(view) - pos
+        parts.append((pos, view[pos:pos + extent]))
+        pos += extent
+    return parts
+
+
 def _split_bundles(data) -> list[tuple[int, memoryview]]:
-    """The bundles stored back to back (zero padding between) in a `.hip_fatbin` section."""
+    """The bundles stored back to back (zero padding between) in a `.hip_fatbin` section.
+
+    Linear in the section's size: each bundle's extent comes from its header, and padding is
+    skipped by searching for the next non-zero byte, never by copying the rest of the section."""
     view = byte_view(data)
     parts: list[tuple[int, memoryview]] = []
     pos = 0
     n = len(view)
     while pos < n:
-        if identify(view[pos:]) not in (FileKind.CLANG_BUNDLE, FileKind.COMPRESSED_BUNDLE):
-            if parts and not any(bytes(view[pos:])):  # trailing padding
-                break
+        if identify(view[pos:pos + 32]) not in (FileKind.CLANG_BUNDLE, FileKind.COMPRESSED_BUNDLE):
             if parts:
-                # Skip zero padding up to the next non-zero byte.
-                rest = bytes(view[pos:])
-                skip = len(rest) - len(rest.lstrip(b"\0"))
-                if skip == 0:
+                # Skip zero padding up to the next non-zero byte; only padding may end the section.
+                nonzero = _next_nonzero(view, pos)
+                if nonzero is None:
+                    break
+                if nonzero == pos:
                     raise OffloadError(f"no bundle at offset {pos:#x} after the previous one")
-                pos += skip
+                pos = nonzero
                 continue
         part = view[pos:]
         extent = _bundle_extent(part)
@@ -329,6 +491,19 @@ def _split_bundles(data) -> list[tuple[int, memoryview]]:
         if len(parts) > 1 << 16:
             raise OffloadError("more than 65536 bundles in one section")
     return parts
+
+
+def _next_nonzero(view: memoryview, pos: int, chunk: int = 1 << 16) -> int | None:
+    """The offset of the first non-zero byte at or after `pos`, or None (searched chunk by chunk)."""
+    n = len(view)
+    while pos < n:
+        block = bytes(view[pos:pos + chunk])
+        stripped = block.lstrip(b"\0")
+        if stripped:
+            return pos + len(block) - len(stripped)
+        pos += len(block)
+        chunk = min(chunk * 2, 1 << 22)
+    return None
 
 
 @dataclass
@@ -358,8 +533,12 @@ def inspect_buffer(buf, name: str, *, llvm_version: int | None = None, keep_data
 
     With `keep_data=False` each image's bytes are dropped once hashed."""
     scanner = _Scanner(llvm_version, keep_data)
+    view = byte_view(buf)
+    scanner.remember(view)
+    scanner.hash_allowance += len(view) + (1 << 20)
     try:
-        scanner.scan_file(byte_view(buf), name, [], 0)
+        with budget.run():
+            scanner.scan_file(view, name, [], 0)
     except OffloadError as exc:
         raise with_file_name(exc, name) from None
     except (ValueError, IndexError, KeyError, UnicodeError, OverflowError, MemoryError) as exc:
@@ -368,12 +547,16 @@ def inspect_buffer(buf, name: str, *, llvm_version: int | None = None, keep_data
     return scanner.found
 
 
-def inspect_file(path: str, *, llvm_version: int | None = None, keep_data: bool = True) -> list[DeviceImage]:
+def inspect_file(path: str, *, llvm_version: int | None = None, keep_data: bool = True,
+                 reasons: dict[str, str] | None = None) -> list[DeviceImage]:
     """`inspect_buffer` on a (memory-mapped) file.  Image data is copied out of the map, or
-    dropped (`keep_data=False`) when only the listing is wanted."""
+    dropped (`keep_data=False`) when only the listing is wanted.  When the file holds no image
+    and `reasons` is given, `reasons[path]` says why in a few words (the file is read only once)."""
     from ..fileio import open_input
     with open_input(path) as buf:
         images = inspect_buffer(buf, str(path), llvm_version=llvm_version, keep_data=keep_data)
+        if not images and reasons is not None:
+            reasons[str(path)] = no_images_reason(buf)
         for img in images:
             if isinstance(img.data, memoryview):
                 img.data = bytes(img.data)
@@ -381,6 +564,16 @@ def inspect_file(path: str, *, llvm_version: int | None = None, keep_data: bool 
                 if isinstance(v, memoryview):
                     img.details[k] = bytes(v)
         return images
+
+
+def no_images_reason(buf) -> str:
+    """Why a file without device images has none, from its kind."""
+    if not len(buf):
+        return "the file is empty"
+    kind = identify(buf)
+    if kind is FileKind.UNKNOWN:
+        return "not an offload container, object file, bitcode or archive (no known magic number)"
+    return f"a file of kind '{kind.value}' with no offload sections or entries"
 
 
 def to_json(images: list[DeviceImage]) -> str:
@@ -395,11 +588,55 @@ def format_table(images: list[DeviceImage]) -> str:
     rows = [[str(c).upper() for c in _COLUMNS]]
     notes: list[str] = []
     for img in images:
-        rows.append([img.path, img.container, img.producer, img.triple or "-", img.arch or "-", img.image_kind,
-                     str(img.size), "yes" if img.compressed else "no", img.sha256[:16]])
+        # Names from inside the file, escaped: a newline or escape sequence must not reach the terminal.
+        rows.append([printable(c) for c in (img.path, img.container, img.producer, img.triple or "-",
+                                            img.arch or "-", img.image_kind)]
+                    + [str(img.size), "yes" if img.compressed else "no", img.sha256[:16]])
         if img.producer_note and img.producer_note not in notes:
             notes.append(img.producer_note)
     widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
-    lines += [f"note: {AMBIGUOUS_PRODUCER}: {n}" for n in notes]
+    lines += [f"note: {AMBIGUOUS_PRODUCER}: {printable(n)}" for n in notes]
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# Sizes: what each arch and each container kind takes in a file (`inspect --sizes`, budgets)
+
+def size_summary(images: list[DeviceImage], path: str, file_bytes: int) -> dict:
+    """Bytes of device code in one file, per arch and per (innermost) container kind.
+
+    An image counts its own bytes as `inspect` lists them (decompressed when it was stored
+    compressed; `compressed_images` says how many were), so per-arch sums are what each arch's
+    device code weighs, and a budget on them does not depend on the compression in use.
+    `file_bytes` is the whole file; `host_bytes` the rest of it once device images are taken off
+    (0 when compressed images make the device bytes exceed the file)."""
+    archs: dict[str, dict] = {}
+    containers: dict[str, dict] = {}
+    for img in images:
+        for table, key in ((archs, img.arch or "-"), (containers, img.container)):
+            row = table.setdefault(key, {"bytes": 0, "images": 0})
+            row["bytes"] += img.size
+            row["images"] += 1
+    device = sum(img.size for img in images)
+    return {"path": path, "file_bytes": file_bytes, "device_bytes": device,
+            "host_bytes": max(0, file_bytes - device),
+            "compressed_images": sum(1 for img in images if img.compressed),
+            "archs": dict(sorted(archs.items())), "containers": dict(sorted(containers.items()))}
+
+
+def format_sizes(summaries: list[dict]) -> str:
+    """One block per file: its size, then bytes and share of the file per arch and per container."""
+    lines: list[str] = []
+    for s in summaries:
+        total = s["file_bytes"]
+        lines.append(f"{s['path']}: {total} bytes, {s['device_bytes']} in device images")
+        for title, table in (("arch", s["archs"]), ("container", s["containers"])):
+            for key, row in table.items():
+                share = f"{100.0 * row['bytes'] / total:5.1f}%" if total else "    -"
+                lines.append(f"  {title:<9} {key:<24} {row['bytes']:>12}  {share}  ({row['images']} image"
+                             f"{'' if row['images'] == 1 else 's'})")
+        if s["compressed_images"]:
+            lines.append(f"  note: {s['compressed_images']} image(s) stored compressed; their decompressed bytes "
+                         "are counted")
     return "\n".join(lines) + "\n"

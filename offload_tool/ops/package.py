@@ -8,17 +8,19 @@ the current directory (LLVM would happily write `../../x`); a warning says when 
 
 from __future__ import annotations
 
-import os
 from contextlib import ExitStack
 from typing import Mapping, Sequence
 
-from ..errors import OffloadError, UsageError
-from ..fileio import atomic_output, open_input, safe_join, sanitize_name
+from .. import budget
+from ..errors import UsageError
+from ..fileio import atomic_output, open_input, open_input_file, output_transaction, safe_join, sanitize_name
+from ..formats.offload_binary_v2 import V2_LLVM_VERSION, write_offload_binary_v2_to
 from ..formats.offload_binary import (DEFAULT_LLVM_VERSION, OffloadImage, image_kind_for_file,
                                       image_kind_name, offload_kind_value, write_offload_binary_to)
 from ..rules import llvm_path
 from ..rules.densemap import DenseMap
-from .extract import FoundImage, find_offload_images
+from ..printable import printable
+from .extract import FoundImage, find_offload_images, why_no_images
 
 __all__ = ["parse_image_arguments", "write_package", "bundle_images", "unbundle_images", "generated_name",
            "Warnings"]
@@ -51,10 +53,7 @@ def parse_image_arguments(image: str) -> DenseMap:
     return args
 
 
-def _strerror(exc: OSError) -> str:
-    return exc.strerror or os.strerror(exc.errno or 0) or str(exc)
-
-
+@budget.metered
 def bundle_images(images: list[str], output: str, *, llvm_version: int = DEFAULT_LLVM_VERSION) -> None:
     """Package: one OffloadBinary per `file` of each `--image` string, concatenated, written atomically."""
     write_package([parse_image_arguments(image) for image in images], output, llvm_version=llvm_version)
@@ -91,22 +90,25 @@ def write_package(images: Sequence[Mapping[str, str]], output: str, *,
                 elif key != "file":
                     strings[key] = value
             for path in args["file"].split(","):
-                if path != "-":
-                    # LLVM reports only the error code's text here (no path).
-                    try:
-                        open(path, "rb").close()
-                    except OSError as exc:
-                        raise OffloadError(_strerror(exc)) from None
-                data = stack.enter_context(open_input(path))
+                # Opened once (a FIFO cannot be read twice); LLVM reports only the error code's
+                # text here (no path).
+                data = stack.enter_context(open_input_file(path, quote_path=False)).view
                 planned.append(OffloadImage(image_kind_for_file(path, data), offload_kind, 0, dict(strings), data,
                                             llvm_version))
         with atomic_output(output) as out:
-            for img in planned:
-                write_offload_binary_to(out, img)
+            if llvm_version >= V2_LLVM_VERSION:
+                # LLVM 23 writes one version 2 binary holding every image.
+                write_offload_binary_v2_to(out, planned)
+            else:
+                for img in planned:
+                    write_offload_binary_to(out, img)
 
 
 def generated_name(input_file: str, img: OffloadImage, idx: int, llvm_version: int = DEFAULT_LLVM_VERSION) -> str:
-    """LLVM 19's name for an extracted image without `file=`: `<stem>-<triple>-<arch>.<idx>.<kind>`."""
+    """LLVM 19's name for an extracted image without `file=`: `<stem>-<triple>-<arch>.<idx>.<kind>`
+    (LLVM 23 leaves out `-<arch>` when the image has no arch)."""
+    if llvm_version >= V2_LLVM_VERSION and not img.arch:
+        return f"{llvm_path.stem(input_file)}-{img.triple}.{idx}.{image_kind_name(img.image_kind, llvm_version)}"
     return f"{llvm_path.stem(input_file)}-{img.triple}-{img.arch}.{idx}.{image_kind_name(img.image_kind, llvm_version)}"
 
 
@@ -123,15 +125,19 @@ def _matches(found: FoundImage, args: DenseMap, llvm_version: int) -> bool:
     return True
 
 
+@budget.metered
 def unbundle_images(input_file: str, images: list[str], *, archive: bool = False,
                     llvm_version: int = DEFAULT_LLVM_VERSION, warn=None, directory: str = ".") -> list[str]:
     """Extract: for each `--image`, the matching images of `input_file`; returns the paths written.
 
-    Everything is planned (and every request checked) before the first file is written, and
-    each file is written atomically; if writing fails, files this call created are removed."""
+    Everything is planned (and every request checked) before the first file is written, and the
+    files are written as one transaction: if writing one fails, none of them appears."""
     warn = warn or Warnings()
     with open_input(input_file) as buf:
         found = find_offload_images(buf, input_file, llvm_version=llvm_version)
+        if not found and images:
+            # LLVM extracts nothing and says nothing (exit 0, kept); a word says why.
+            warn(f"nothing extracted from '{printable(input_file)}': {why_no_images(buf)}")
         plan: list[tuple[str, str, object]] = []  # (path, "archive" | "image", members or image)
         for image in images:
             args = parse_image_arguments(image)
@@ -141,7 +147,8 @@ def unbundle_images(input_file: str, images: list[str], *, archive: bool = False
             if archive:
                 if "file" not in args:
                     raise UsageError("Image must have a 'file' argument.")
-                members = [(f.member if f.member is not None else input_file, f.image.image) for f in extracted]
+                members = [(_member_name(f.member, warn) if f.member is not None else input_file, f.image.image)
+                           for f in extracted]
                 plan.append((args["file"], "archive", members))
             elif "file" in args:
                 if len(extracted) > 1:
@@ -159,27 +166,25 @@ def unbundle_images(input_file: str, images: list[str], *, archive: bool = False
         return _write_plan(plan)
 
 
-def _write_plan(plan: list[tuple[str, str, object]]) -> list[str]:
-    created: list[str] = []
-    written: list[str] = []
-    try:
-        for path, what, payload in plan:
-            existed = os.path.lexists(path)
-            with atomic_output(path) as out:
-                if what == "archive":
-                    from ..formats.archive import write_archive  # only archive output needs it
+def _member_name(name: str, warn) -> str:
+    """An archive member name taken from the input archive, made safe as one path component (as
+    every name from inside a file is); the user's own input path is kept as given, as LLVM does."""
+    safe = sanitize_name(name)
+    if safe != name:
+        warn(f"archive member name '{printable(name)}' is not a plain file name; writing '{printable(safe)}' "
+             f"instead")
+    return safe
 
-                    write_archive([(n, bytes(d)) for n, d in payload], out, symtab=True)
-                else:
-                    out.write(payload)
-            if not existed:
-                created.append(path)
-            written.append(path)
-    except BaseException:
-        for path in created:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
-        raise
-    return written
+
+def _write_plan(plan: list[tuple[str, str, object]]) -> list[str]:
+    """Write every planned file in one transaction: all appear, or (on any failure) none does."""
+    with output_transaction() as txn:
+        for path, what, payload in plan:
+            out = txn.open(path)
+            if what == "archive":
+                from ..formats.archive import write_archive  # only archive output needs it
+
+                write_archive([(n, bytes(d)) for n, d in payload], out, symtab=True)
+            else:
+                out.write(payload)
+    return [path for path, _, _ in plan]

@@ -48,6 +48,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 
+from .. import budget
 from ..formats.bitcode import bitcode_symbols
 from ..formats.elf import open_elffile
 from ..errors import ElfError, OffloadError, UsageError
@@ -55,7 +56,8 @@ from .inspector import DeviceImage, inspect_buffer, with_file_name
 from ..formats.magic import FileKind, identify
 
 __all__ = ["VerifyResult", "HostEntry", "verify_buffer", "verify_file", "host_offload_entries",
-           "device_symbol_names", "image_has_symbol", "arch_satisfied", "OMP_ENTRY_PREFIX", "ENTRY_SECTIONS"]
+           "device_symbol_names", "image_has_symbol", "arch_satisfied", "OMP_ENTRY_PREFIX", "ENTRY_SECTIONS",
+           "parse_max_bytes", "check_max_bytes"]
 
 OMP_ENTRY_PREFIX = "__omp_offloading_"
 #: section name -> (entry size, offset of the name pointer, offset of the u16 kind or None)
@@ -377,6 +379,7 @@ def verify_buffer(buf, name: str, *, require: list[str] = (), check_entries: boo
     return result
 
 
+@budget.metered
 def verify_file(path: str, *, require: list[str] = (), check_entries: bool | None = None,
                 llvm_version: int | None = None) -> VerifyResult:
     from ..fileio import open_input
@@ -386,3 +389,50 @@ def verify_file(path: str, *, require: list[str] = (), check_entries: bool | Non
         for img in result.images:
             img.data = b""  # do not keep views into the closed map
         return result
+
+
+# --------------------------------------------------------------------------------------------
+# Size budgets (`--max-bytes`)
+
+#: Budget keys that are not archs: the whole file, and all of its device images together.
+BUDGET_TOTAL, BUDGET_DEVICE = "total", "device"
+_SIZE_SUFFIXES = {"": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30}
+
+
+def parse_max_bytes(text: str) -> dict[str, int]:
+    """`ARCH:N,total:N,device:N` -> {key: bytes}. N is a byte count, optionally with a binary
+    suffix (K/KiB, M/MiB, G/GiB: powers of 1024). Raises UsageError naming the bad item."""
+    budgets: dict[str, int] = {}
+    for item in text.split(","):
+        item = item.strip()
+        key, sep, value = item.rpartition(":")
+        m = re.fullmatch(r"\s*(\d+)\s*([A-Za-z]*)\s*", value)
+        if not sep or not key.strip() or not m or m.group(2).lower() not in _SIZE_SUFFIXES:
+            raise UsageError(f"--max-bytes: '{item}' is not ARCH:N, total:N or device:N "
+                             "(N in bytes, or with a K, M or G suffix)")
+        budgets[key.strip()] = int(m.group(1)) * _SIZE_SUFFIXES[m.group(2).lower()]
+    return budgets
+
+
+def _arch_bytes(images: list[DeviceImage], arch: str) -> int:
+    """Bytes of the images built for `arch`: same name, or (an AMDGPU processor asked without
+    features) any target ID of that processor, gfx90a counting gfx90a:xnack+ too."""
+    return sum(img.size for img in images
+               if img.arch == arch or (":" not in arch and img.arch.split(":", 1)[0] == arch))
+
+
+def check_max_bytes(images: list[DeviceImage], path: str, file_bytes: int, budgets: dict[str, int]) -> list[str]:
+    """One line per budget a file exceeds: `total` is the file's size, `device` the bytes of all
+    its device images, any other key an arch's device images (as `inspect --sizes` counts them)."""
+    problems = []
+    for key, limit in budgets.items():
+        if key == BUDGET_TOTAL:
+            used, what = file_bytes, "file size"
+        elif key == BUDGET_DEVICE:
+            used, what = sum(img.size for img in images), "device images"
+        else:
+            used, what = _arch_bytes(images, key), f"{key} device images"
+        if used > limit:
+            problems.append(f"{path}: {what} take {used} bytes, over the budget of {limit} bytes "
+                            f"(--max-bytes={key}:{limit}, {used - limit} bytes over)")
+    return problems

@@ -1,6 +1,6 @@
 """The bundler's and inspector's actions as targets.
 
-    OffloadBundle, OffloadUnbundle, OffloadUnbundleArchive, OffloadManifest
+    OffloadBundle, OffloadUnbundle, OffloadUnbundleArchive, OffloadConvertArchive, OffloadManifest
 
 Each runs one of the library's CLIs as a command (`$OFFLOAD_PYTHON -m offload_tool.cli.<cli>`), so it
 signs, caches and parallelises like any other command."""
@@ -12,6 +12,7 @@ import os
 import SCons.Errors
 import SCons.Util
 
+from . import _variables
 from ._archs import file_safe
 from ._builders import LIBRARY_VARS, PY, action, builder, canonical, node, nodes, settings
 
@@ -25,6 +26,8 @@ COMMANDS = {
     "OFFLOAD_UNBUNDLEARCHIVECOM": f"{PY} -m offload_tool.cli.bundler -unbundle -type=a -allow-missing-bundles "
                                   '-targets=$_OFFLOAD_BUNDLETARGETS -input=$SOURCE '
                                   '$_OFFLOAD_OUTPUTFLAGS $OFFLOAD_BUNDLERFLAGS',
+    "OFFLOAD_CONVERTCOM": f"{PY} -m offload_tool.cli.tool convert --to=$OFFLOAD_CONVERT_TO "
+                          "$_OFFLOAD_LLVMVERSIONFLAG $SOURCE -o $TARGET",
     "OFFLOAD_MANIFESTCOM": f"$_OFFLOAD_VERIFY_CMDS {PY} -m offload_tool.cli.tool inspect --json "
                            "$_OFFLOAD_LLVMVERSIONFLAG $SOURCES > ${TARGET}.tmp && mv ${TARGET}.tmp $TARGET",
 }
@@ -33,6 +36,7 @@ COMSTRS = {
     "OFFLOAD_BUNDLECOMSTR": "BUNDLE ${TARGET}",
     "OFFLOAD_UNBUNDLECOMSTR": "UNBUNDLE ${SOURCE}",
     "OFFLOAD_UNBUNDLEARCHIVECOMSTR": "UNBUNDLE ${SOURCE}",
+    "OFFLOAD_CONVERTCOMSTR": "CONVERT ${OFFLOAD_CONVERT_TO} ${TARGET}",
     "OFFLOAD_MANIFESTCOMSTR": "MANIFEST ${TARGET}",
 }
 
@@ -57,6 +61,15 @@ def _unbundle_emitter(default_ext: str):
     return emit
 
 
+def _convert_emitter(target, source, env):
+    """Without a target: `<stem>-<direction>.a` beside the input (`libfoo.a` -> `libfoo-new.a`)."""
+    if env.get("_OFFLOAD_CONVERT_NAMED"):
+        return target, source
+    s = source[0]
+    stem, ext = os.path.splitext(s.name)
+    return [s.dir.File(f"{stem}-{env.subst('$OFFLOAD_CONVERT_TO')}{ext or '.a'}")], source
+
+
 def builders() -> dict:
     return {
         "_OffloadBundle": builder(action=action("OFFLOAD_BUNDLECOM", LIBRARY_VARS)),
@@ -64,6 +77,8 @@ def builders() -> dict:
                                     emitter=_unbundle_emitter("")),
         "_OffloadUnbundleArchive": builder(action=action("OFFLOAD_UNBUNDLEARCHIVECOM", LIBRARY_VARS),
                                            emitter=_unbundle_emitter(".a")),
+        "_OffloadConvertArchive": builder(action=action("OFFLOAD_CONVERTCOM", LIBRARY_VARS),
+                                          emitter=_convert_emitter),
         "_OffloadManifest": builder(action=action("OFFLOAD_MANIFESTCOM", LIBRARY_VARS)),
     }
 
@@ -97,10 +112,28 @@ def OffloadUnbundleArchive(env, source, target=None, **kw):
     return SCons.Util.NodeList(out)
 
 
+def OffloadConvertArchive(env, source, target=None, to="new", **kw):
+    """A heterogeneous static library for the other offload driver (`offload-tool convert`):
+    `to='new'` turns old-driver bundle members into `.llvm.offloading` fat objects (what clang's new
+    driver links), `to='old'` goes back. Without `target`, `<stem>-<to>.a` beside the input."""
+    if to not in ("new", "old"):
+        raise SCons.Errors.UserError(f"offload: OffloadConvertArchive: to='{to}' (expected 'new' or 'old')")
+    srcs = nodes(env, source)
+    if len(srcs) != 1:
+        raise SCons.Errors.UserError("offload: OffloadConvertArchive converts one archive per call")
+    made = env._OffloadConvertArchive(target, srcs, OFFLOAD_CONVERT_TO=to, _OFFLOAD_CONVERT_NAMED=target is not None,
+                                      **kw)
+    for n in made:
+        n.attributes.offload_device_code = True
+    return made
+
+
 def OffloadManifest(env, target, source, **kw):
     """JSON of `offload-tool inspect` for built outputs; `offload-tool verify` of each first
-    (host/device entry consistency; with OFFLOAD_REQUIRE=[archs] or True, the archs too)."""
+    (host/device entry consistency; with OFFLOAD_REQUIRE=[archs] or True, the archs too; with
+    OFFLOAD_MAX_BYTES='ARCH:N,total:N', the size budgets of `verify --max-bytes`)."""
     senv = settings(env, kw)
+    _variables.max_bytes(senv)  # a bad budget is an error now, not when the manifest is built
     o = dict(kw)
     if senv.get("OFFLOAD_REQUIRE") is True:
         o["_OFFLOAD_CANONICAL_ARCHS"] = canonical(senv)
@@ -109,4 +142,4 @@ def OffloadManifest(env, target, source, **kw):
     return made
 
 
-PSEUDO_BUILDERS = [OffloadBundle, OffloadUnbundle, OffloadUnbundleArchive, OffloadManifest]
+PSEUDO_BUILDERS = [OffloadBundle, OffloadUnbundle, OffloadUnbundleArchive, OffloadConvertArchive, OffloadManifest]

@@ -20,7 +20,7 @@ import SCons.Script
 import SCons.Tool
 import SCons.Util
 
-from . import _archs, _compdb, _languages, _nvcc, _toolchain
+from . import _archs, _compdb, _consume, _languages, _nvcc, _toolchain
 from ._archs import archs_for, file_safe
 from ._builders import (COMPILER_VARS, LAUNCH, LIBRARY_VARS, PACKAGE_EMBED, PY, action, builder, canonical, node, nodes,
                         package_embed_builder, registry, settings, stem, wants)
@@ -98,7 +98,7 @@ def _device_suffix(env, sources) -> str:
     """One arch's device code of a source: `<stem>.<arch><the language's device suffix>`
     (`main.gfx90a.bc`, `k.sm_80.o`, `k.gfx90a.co`)."""
     arch = env.subst("$OFFLOAD_ARCH")
-    lang = _languages.LANGUAGES[env["_OFFLOAD_LANG"]]
+    lang = _languages.resolve(_languages.LANGUAGES[env["_OFFLOAD_LANG"]], env)
     return f".{file_safe(arch)}{lang.device_suffix(_archs.vendor(arch))}"
 
 
@@ -112,6 +112,9 @@ def _mark(**attributes):
     the link and the reports read it back."""
     def emit(target, source, env):
         lang = env["_OFFLOAD_LANG"]
+        # A target named from its source by the builder's suffix is an Entry until SCons decides;
+        # these are files, and whatever walks the graph (progress, reports) may ask now.
+        target = [env.File(t) for t in target]
         for t in target:
             t.attributes.offload_lang = lang
             if attributes.get("image"):
@@ -253,6 +256,8 @@ def host_object(env, s, target, kw, extra_sources=(), pic=False):
         if pic:
             _pic_overrides(senv, o)
         made = env._OffloadHostCompile(target, [s] + list(extra_sources), **o)
+        if extra_sources:
+            _consume.check_before(env, made)  # the .hipfb clang embeds unread
         if lang.file_identity:
             env.Depends(made, env.Value(_identity(s)))
         _compdb.record(senv.Override(o), made, [s], "OFFLOAD_HOSTCOM")
@@ -389,7 +394,8 @@ def offload_object(env, s, target, kw, pic=False):
             n.attributes.offload_parts = parts
         return made
 
-    return registry.get(env, fat.get_path(), "object", wants(senv, lang.name, compiler, ",".join(archs)), make)
+    return registry.get(env, fat.get_path(), "object", wants(senv, lang.name, compiler, lang.driver, ",".join(archs)),
+                        make)
 
 
 def _plain_host_object(env, s, target, kw, pic):

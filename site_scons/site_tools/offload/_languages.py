@@ -33,6 +33,12 @@ class Language:
     # Device objects are code objects bundled into the host object (HIP's `.hipfb`), rather
     # than images of an OffloadBinary package embedded next to it.
     bundled_device_code: bool = False
+    # A language clang builds with either offload driver: the variable that chooses ('new', 'old'
+    # or 'auto': ask the compiler), and the fields that differ on the new driver. `resolve` gives
+    # the record an environment builds with; `driver` says which one it is.
+    driver_var: str | None = None
+    new_driver: tuple[tuple[str, object], ...] = ()
+    driver: str = ""
 
     def device_suffix(self, vendor: str) -> str:
         """What a device-only compile writes: a code object for HIP, an nvptx ELF object for
@@ -73,7 +79,15 @@ HIP = Language(
                "$_OFFLOAD_HIPFB_INCLUDE",
     device_flags="-x hip --no-gpu-bundle-output -cuid=$_OFFLOAD_CUID",
     compiler_var="OFFLOAD_HIP_COMPILER", compilers=("clang", "hipcc"),
-    bundled_device_code=True)
+    bundled_device_code=True,
+    # HIP, new driver + RDC (OFFLOAD_HIP_DRIVER): per-arch bitcode packaged (kind hip) and embedded
+    # in `.llvm.offloading` like CUDA; the link's clang-linker-wrapper makes the `.hip_fatbin`. The
+    # CUID goes to -cc1 on both sides (clang 19 ignores the driver's `-cuid=` here, as for CUDA).
+    driver_var="OFFLOAD_HIP_DRIVER",
+    new_driver=(("host_flags", "-x hip --offload-new-driver -fgpu-rdc -Xclang -cuid=$_OFFLOAD_CUID "
+                               "$_OFFLOAD_ROCMFLAGS"),
+                ("device_flags", "-x hip --offload-new-driver -fgpu-rdc -Xclang -cuid=$_OFFLOAD_CUID"),
+                ("bundled_device_code", False)))
 
 # A plain host source in an offload program (`main.cpp` of a CUDA program): the environment's own
 # C/C++ compile (`Object`), no device compile, no offload flags.
@@ -117,13 +131,24 @@ def language_of(node, env) -> Language:
             raise SCons.Errors.UserError(
                 f"offload: OFFLOAD_LANG='{name}' for '{node}' is not a language "
                 f"(known: {', '.join(sorted(LANGUAGES))})")
-        return LANGUAGES[name]
+        return resolve(LANGUAGES[name], env)
     lang = _BY_SUFFIX.get(os.path.splitext(node.name)[1])
     if lang is None:
         raise SCons.Errors.UserError(
             f"offload: cannot tell the offload language of '{node}' from its suffix "
             f"(known: {', '.join(sorted(_BY_SUFFIX))}); set OFFLOAD_LANG")
-    return lang
+    return resolve(lang, env)
+
+
+def resolve(lang: Language, env) -> Language:
+    """The record `env` builds `lang` with: for a language with two offload drivers, its fields
+    for the driver chosen (see `_drivers`), `driver` naming it."""
+    if not lang.driver_var or lang.driver:
+        return lang
+    from . import _drivers
+    if _drivers.driver_of(env, lang) == "new":
+        return dataclasses.replace(lang, driver="new", **dict(lang.new_driver))
+    return dataclasses.replace(lang, driver="old")
 
 
 def compiler_for(env, lang: Language) -> str:

@@ -18,6 +18,7 @@ import SCons.Scanner.Prog
 import SCons.Util
 
 from . import _archs, _compile, _languages, _libraries, _variables
+from . import _consume
 from ._archs import archs_for, file_safe
 from ._builders import (COMPILER_VARS, LIBRARY_VARS, PACKAGE_EMBED, action, builder, canonical, node, nodes,
                         package_embed_builder, settings)
@@ -120,7 +121,9 @@ def OffloadProgram(env, target, source, **kw):
     OpenMP device links are nodes of their own when that is safe, see `_split_link_inputs`)."""
     t = _program_name(env, target)
     objs = _link_inputs(env, node(env, t), source, kw)
-    return env._OffloadLink(t, objs, **_link_overrides(env, objs, kw))
+    made = env._OffloadLink(t, objs, **_link_overrides(env, objs, kw))
+    _consume.check_before(env, made)  # the link takes a carrier's images unread
+    return made
 
 
 def OffloadSharedLibrary(env, target, source, **kw):
@@ -128,7 +131,9 @@ def OffloadSharedLibrary(env, target, source, **kw):
     t = (env.subst("$SHLIBPREFIX") + str(target) + env.subst("$SHLIBSUFFIX")
          if isinstance(target, str) and not str(target).endswith(env.subst("$SHLIBSUFFIX")) else target)
     objs = _link_inputs(env, node(env, t), source, kw, pic=True)
-    return env._OffloadShLink(t, objs, **_link_overrides(env, objs, kw))
+    made = env._OffloadShLink(t, objs, **_link_overrides(env, objs, kw))
+    _consume.check_before(env, made)
+    return made
 
 
 def _link_inputs(env, target, sources, kw, pic=False) -> list:
@@ -147,7 +152,8 @@ def _split_parts(env, n, kw, pic):
     if _languages.is_offload_source(n):
         senv = settings(env, kw)
         lang = _languages.language_of(n, senv)
-        if lang.offload_kind and not lang.bundled_device_code and _languages.compiler_for(senv, lang) == "clang":
+        if lang.offload_kind and not lang.bundled_device_code and lang.offload_kind != "hip" \
+                and _languages.compiler_for(senv, lang) == "clang":
             host = _compile.host_object(env, n, None, kw, pic=pic)[0]
             return host, {a: _compile.device_object(env, n, a, None, kw)[0] for a in archs_for(lang, canonical(senv))}
         return "keep"
@@ -256,7 +262,7 @@ def OffloadRelocatableObject(env, target, source, **kw):
     """Relocatable offload link (`clang -r`): device code linked and registered, so the result
     is a plain host object."""
     objs = _compile.objects(env, source, kw)
-    return env._OffloadReloc(target, objs, **_link_overrides(env, objs, kw))
+    return env._OffloadReloc(target, objs, _OFFLOAD_RELOCATABLE=1, **_link_overrides(env, objs, kw))
 
 
 def OffloadStaticLibrary(env, target, source, **kw):
@@ -273,6 +279,8 @@ def OffloadStaticLibrary(env, target, source, **kw):
                            reloc, **kw)
     libdir = _variables.llvm_libdir(senv)
     runtime = [os.path.join(libdir, n) for n in ("libomptarget.so", "libomp.so") if libdir]
+    if any(getattr(o.attributes, "offload_lang", "") == "hip" for o in _compile.objects(env, source, kw)):
+        runtime.append("-lamdhip64")  # HIP's runtime, which the consumer's plain link needs too
     text = ("/* GNU ld script written by the offload SCons tool: the library and its runtime. */\n"
             f"INPUT ( {inner[0].name} {' '.join(runtime)} )\n")
     script = env._OffloadLdScript(lib, inner, _OFFLOAD_LDSCRIPT=text, **kw)

@@ -196,10 +196,11 @@ def _opt(argv: list[str], name: str) -> str:
 
 def plan_for(env, o: dict) -> Plan | None:
     """nvcc's plan for a compile with overrides `o` (memoized per command line), or None with a
-    one-line note when it cannot be split. None, silently, with `OFFLOAD_NVCC_SPLIT=False` or a
-    compiler launcher (`OFFLOAD_LAUNCHER`: ccache, sccache and distcc take whole nvcc compiles;
+    one-line note when it cannot be split. None, silently, unless `OFFLOAD_NVCC_SPLIT=True` (off by
+    default: the per-step processes cost more than the split saves, see the README's figures), or
+    with a compiler launcher (`OFFLOAD_LAUNCHER`: ccache, sccache and distcc take whole nvcc compiles;
     sccache splits them itself)."""
-    if not env.get("OFFLOAD_NVCC_SPLIT", True) or env.subst("$OFFLOAD_LAUNCHER").strip():
+    if not env.get("OFFLOAD_NVCC_SPLIT", False) or env.subst("$OFFLOAD_LAUNCHER").strip():
         return None
     oenv = env.Override(dict(o, _OFFLOAD_LAUNCH=""))
     cmd = oenv.subst("$OFFLOAD_NVCC --dryrun -c -o " + _PLAN_OUT + " $_OFFLOAD_NVCC_GENCODE $OFFLOAD_NVCCFLAGS "

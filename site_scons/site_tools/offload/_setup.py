@@ -8,7 +8,7 @@ import os
 import SCons
 import SCons.Errors
 
-from . import _bundling, _compile, _languages, _link, _nvcc, _toolchain, _variables
+from . import _bundling, _compile, _languages, _link, _nvcc, _progress, _report, _toolchain, _variables
 
 MIN_SCONS = (4, 5)
 BUILDER_MODULES = (_compile, _link, _bundling, _nvcc)
@@ -46,6 +46,9 @@ def generate(env, **kw) -> None:
         for fn in m.PSEUDO_BUILDERS:
             env.AddMethod(fn, fn.__name__)
     env.AddMethod(_languages.OffloadAddLanguage, "OffloadAddLanguage")
+    # Build insight: action lines with their position, and the cost report (opt-in).
+    _progress.install(env)
+    _report.install(env)
 
 
 def exists(env) -> bool:

@@ -262,3 +262,36 @@ def print_file_name(env, command: str, name: str) -> str | None:
     if key not in _FILE_NAMES:
         _FILE_NAMES[key] = _found_file(_run_all([[path, f"-print-file-name={name}"]], build_env(env))[0])
     return _FILE_NAMES[key]
+
+
+_HIP_DRIVERS: dict[tuple, str | None] = {}
+
+
+def hip_default_driver(env, command: str) -> str | None:
+    """'new' or 'old': the offload driver `command` uses for HIP when not told which, or None
+    when it cannot say (memoised per command, resolved path and PATH).
+
+    The compiler is asked, never judged by its version (ROCm's clang and upstream clang of one
+    version number differ): `-###` of an RDC HIP compile prints the commands it would run. The
+    new driver packages device code into an OffloadBinary (`clang-offload-packager`, or since
+    LLVM 22 `-fembed-offload-object` alone); the old one bundles it (`clang-offload-bundler`)."""
+    path = resolve(env, command)
+    if path is None:
+        return None
+    key = (command, path, str(env["ENV"].get("PATH", "")))
+    if key not in _HIP_DRIVERS:
+        argv = [path, "-x", "hip", "-fgpu-rdc", "--offload-arch=gfx90a", "-nogpulib", "-nogpuinc",
+                "-###", "-c", "-o", os.devnull, os.devnull]
+        try:
+            cp = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=build_env(env), text=True, errors="replace", timeout=120)
+            text = cp.stdout if cp.returncode == 0 else ""
+        except (OSError, subprocess.TimeoutExpired):
+            text = ""
+        if "-fembed-offload-object" in text or "clang-offload-packager" in text:
+            _HIP_DRIVERS[key] = "new"
+        elif "clang-offload-bundler" in text:
+            _HIP_DRIVERS[key] = "old"
+        else:
+            _HIP_DRIVERS[key] = None
+    return _HIP_DRIVERS[key]

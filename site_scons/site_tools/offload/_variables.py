@@ -259,12 +259,31 @@ def _verify_cmds(target, source, env, for_signature):
     if require is True:
         require = env.get("_OFFLOAD_CANONICAL_ARCHS") or []
     req = ",".join(SCons.Util.flatten(require)) if require else ""
-    if not env.get("OFFLOAD_VERIFY", True) and not req:
+    budgets = max_bytes(env)
+    if not env.get("OFFLOAD_VERIFY", True) and not req and not budgets:
         return ""
     c = "$( $OFFLOAD_PYTHON $) -m offload_tool.cli.tool verify -q " + " ".join(s.get_path() for s in source)
     if req:
         c += " --require=" + req
+    if budgets:
+        c += " --max-bytes=" + budgets
     return c + " &&"
+
+
+def max_bytes(env) -> str:
+    """OFFLOAD_MAX_BYTES as `verify --max-bytes` takes it: 'gfx90a:1M,total:10M', or a dict
+    {'gfx90a': 1 << 20, 'total': '10M'}; checked here so a typo fails when the SConscript is read."""
+    value = env.get("OFFLOAD_MAX_BYTES")
+    if not value:
+        return ""
+    if isinstance(value, dict):
+        value = ",".join(f"{k}:{v}" for k, v in value.items())
+    from offload_tool.errors import UsageError
+    from offload_tool.ops.verify import parse_max_bytes
+    try:
+        return ",".join(f"{k}:{n}" for k, n in parse_max_bytes(str(value)).items())
+    except UsageError as exc:
+        raise SCons.Errors.UserError(f"offload: OFFLOAD_MAX_BYTES: {exc}") from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -303,7 +322,8 @@ def _link_flags(target, source, env, for_signature):
     if "cuda" in langs and env.get("OFFLOAD_CUDA_PATH"):
         # libcudart.so lives outside the default search path too (/usr/local/cuda/lib64).
         flags.append("-L$OFFLOAD_CUDA_PATH/lib64 -Wl,-rpath,$OFFLOAD_CUDA_PATH/lib64 -lcudart")
-    if "hip" in langs:
+    if "hip" in langs and not env.get("_OFFLOAD_RELOCATABLE"):
+        # (a relocatable link takes no shared library; the static library's script names it)
         flags.append("-lamdhip64")
     return " ".join(flags)
 
@@ -356,6 +376,7 @@ def user_defaults() -> dict:
         "OFFLOAD_LANG": "",
         "OFFLOAD_CUDA_COMPILER": "clang",
         "OFFLOAD_HIP_COMPILER": "clang",
+        "OFFLOAD_HIP_DRIVER": "auto",
         "OFFLOAD_HOSTFLAGS": SCons.Util.CLVar(""),
         "OFFLOAD_DEVICEFLAGS": SCons.Util.CLVar(""),
         "OFFLOAD_NVCCFLAGS": SCons.Util.CLVar(""),

@@ -1,0 +1,253 @@
+"""Reading inputs: each file opened and read once, its size bounded, safe against truncation.
+
+How an input is held depends on what it is:
+
+* a regular file is memory-mapped (no copy: a bundle of gigabytes costs the pages touched), but
+  only under a read lease (`fcntl(F_SETLEASE, F_RDLCK)`).  A mapped file truncated by another
+  process would kill this one with SIGBUS at the next touch of a vanished page, and Python cannot
+  turn a SIGBUS inside C code into an exception.  The lease stops that from happening: the kernel
+  holds back whoever opens the file for writing or truncates it, and tells this process with
+  SIGIO, whose handler raises `InputChangedError` naming the input; the work in progress is
+  abandoned (its outputs discarded), the file is closed and the other process goes on.  The
+  bytes read under the lease are the file's bytes throughout, so nothing wrong is ever written.
+* a regular file that cannot be leased (a file of another user, one being written right now, a
+  file system without leases, a thread other than the main one, where no signal handler can be
+  installed) is read into memory in full, and a file that ends before its size said is an error;
+* anything else (standard input `-`, a FIFO, a character device such as `/dev/zero`) is read
+  once, into memory, up to a limit (`STREAM_LIMIT_ENV`, default 256 MiB): reading twice would
+  find a drained FIFO or block for a writer that left, and an endless device must end in an
+  error, not in exhausted memory."""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import re
+import signal
+import stat
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Iterator
+
+from .errors import OffloadError, UsageError
+
+__all__ = ["Input", "InputChangedError", "open_input", "open_input_file", "byte_view", "stream_limit",
+           "STREAM_LIMIT_ENV", "DEFAULT_STREAM_LIMIT", "changed_inputs"]
+
+STREAM_LIMIT_ENV = "OFFLOAD_TOOL_STREAM_LIMIT"
+DEFAULT_STREAM_LIMIT = 256 << 20
+_CHUNK = 1 << 20
+
+
+class InputChangedError(OffloadError):
+    """An input was truncated or rewritten by another process while it was being read."""
+
+
+@dataclass
+class Input:
+    """An opened input: `view` holds its bytes; `fd` is an open descriptor of the same regular
+    file (for kernel copies of payloads, never a second open), None for streams and devices."""
+
+    path: str
+    view: memoryview
+    fd: int | None = None
+
+
+def byte_view(buf) -> memoryview:
+    """A flat unsigned-byte memoryview of any bytes-like object, without copying."""
+    view = buf if isinstance(buf, memoryview) else memoryview(buf)
+    if view.format != "B" or view.ndim != 1:
+        view = view.cast("B")
+    return view
+
+
+_SIZE = re.compile(r"^\s*([0-9]+)\s*([KMGT]?)(?:i?B)?\s*$", re.I)
+_SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def stream_limit() -> int:
+    """How many bytes a non-regular input may hold (`OFFLOAD_TOOL_STREAM_LIMIT`, e.g. `1G`)."""
+    text = os.environ.get(STREAM_LIMIT_ENV, "").strip()
+    if not text:
+        return DEFAULT_STREAM_LIMIT
+    m = _SIZE.match(text)
+    if not m or int(m.group(1)) == 0:
+        raise UsageError(f"{STREAM_LIMIT_ENV}: expected a size N[K|M|G|T], got {text!r}")
+    return int(m.group(1)) * _SUFFIX[m.group(2).upper()]
+
+
+def _format_size(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n} bytes"
+
+
+def _open_error(name: str, exc: OSError, quote_path: bool) -> OffloadError:
+    text = exc.strerror or os.strerror(exc.errno or 0) or str(exc)
+    return OffloadError(f"'{name}': {text}" if quote_path else text)
+
+
+def _read_stream(read, name: str) -> memoryview:
+    """Everything `read(n)` yields until end of file, refusing more than `stream_limit()` bytes."""
+    limit = stream_limit()
+    data = bytearray()
+    while True:
+        chunk = read(min(_CHUNK, limit + 1 - len(data)))
+        if not chunk:
+            return memoryview(bytes(data)) if len(data) < _CHUNK else memoryview(data).toreadonly()
+        data += chunk
+        if len(data) > limit:
+            what = "standard input" if name == "-" else f"'{name}'"
+            raise OffloadError(f"{what}: more than {_format_size(limit)} from a stream or device (not a regular "
+                               f"file); set {STREAM_LIMIT_ENV}=N[K|M|G] to allow more")
+
+
+def _read_regular(fd: int, size: int, name: str) -> memoryview:
+    """The `size` bytes of a regular file, read (not mapped); a file that ends early changed."""
+    data = bytearray(size)
+    view = memoryview(data)
+    done = 0
+    while done < size:
+        n = os.preadv(fd, [view[done:]], done) if hasattr(os, "preadv") else _pread_into(fd, view[done:], done)
+        if n == 0:
+            raise InputChangedError(f"'{name}': the file shrank from {size} to {done} bytes while it was read")
+        done += n
+    view.release()
+    return memoryview(data).toreadonly()
+
+
+def _pread_into(fd: int, view: memoryview, offset: int) -> int:
+    chunk = os.pread(fd, min(len(view), 64 << 20), offset)
+    view[:len(chunk)] = chunk
+    return len(chunk)
+
+
+# --- read leases ---------------------------------------------------------------------------------
+
+_LEASED: dict[int, str] = {}  # descriptor -> input name, for every mapped input under a lease
+_previous_sigio = None
+
+
+def changed_inputs() -> list[str]:
+    """The leased inputs another process is now waiting to change (their lease is being broken)."""
+    import fcntl
+
+    broken = []
+    for fd, name in list(_LEASED.items()):
+        try:
+            if fcntl.fcntl(fd, fcntl.F_GETLEASE) != fcntl.F_RDLCK:
+                broken.append(name)
+        except OSError:
+            broken.append(name)
+    return broken
+
+
+def _on_sigio(signum, frame) -> None:
+    broken = changed_inputs()
+    if broken:
+        raise InputChangedError(f"'{broken[0]}': another process is truncating or rewriting the file while it is "
+                                f"read; the run is abandoned (run it again once the file is complete)")
+    if callable(_previous_sigio):
+        _previous_sigio(signum, frame)
+
+
+def _lease(fd: int, name: str) -> bool:
+    """Take a read lease on `fd` (see the module docstring); False where that is not possible."""
+    global _previous_sigio
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGIO"):
+        return False
+    try:
+        import fcntl
+    except ImportError:
+        return False
+    if not hasattr(fcntl, "F_SETLEASE"):
+        return False
+    current = signal.getsignal(signal.SIGIO)
+    if current is not _on_sigio:
+        if current not in (signal.SIG_DFL, signal.SIG_IGN, None):
+            return False  # the program handles SIGIO itself: do not take it over
+        _previous_sigio = current
+        signal.signal(signal.SIGIO, _on_sigio)
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)
+    except OSError:
+        return False
+    _LEASED[fd] = name
+    return True
+
+
+def _release(fd: int) -> None:
+    """Give the lease back (the file is no longer mapped) and close `fd`."""
+    if _LEASED.pop(fd, None) is not None:
+        import fcntl
+
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+    os.close(fd)
+
+
+# --- opening -------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def open_input_file(path: str | os.PathLike, *, quote_path: bool = True) -> Iterator[Input]:
+    """Open `path` once and hold its bytes for the block (see the module docstring).
+
+    `quote_path=False` words an open failure as the error text alone (where LLVM does so)."""
+    name = os.fspath(path)
+    if name == "-":
+        stdin = sys.stdin
+        if stdin is None:
+            raise OffloadError("standard input is closed")
+        yield Input(name, _read_stream(stdin.buffer.read, name))
+        return
+    try:
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise _open_error(name, exc, quote_path) from None
+    mapped = None
+    keep_fd = False
+    try:
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISDIR(st.st_mode):
+                raise IsADirectoryError(21, os.strerror(21))
+            regular = stat.S_ISREG(st.st_mode)
+            if not regular:
+                view = _read_stream(lambda n: os.read(fd, n), name)
+            elif st.st_size == 0:
+                view = memoryview(b"")
+            elif _lease(fd, name):
+                mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+                view = memoryview(mapped)
+            else:
+                view = _read_regular(fd, st.st_size, name)
+        except OSError as exc:
+            raise _open_error(name, exc, quote_path) from None
+        try:
+            yield Input(name, view, fd if regular else None)
+        finally:
+            view.release()
+            if mapped is not None:
+                try:
+                    mapped.close()
+                except BufferError:
+                    # A caller kept a slice alive: the map lives on, and so does its lease (with
+                    # the descriptor holding it) until the last slice goes.
+                    import weakref
+
+                    weakref.finalize(mapped, _release, fd)
+                    keep_fd = True
+    finally:
+        if not keep_fd:
+            _release(fd)
+
+
+@contextlib.contextmanager
+def open_input(path: str | os.PathLike) -> Iterator[memoryview]:
+    """Yield the whole input as a read-only memoryview (`-` reads stdin); see `open_input_file`."""
+    with open_input_file(path) as source:
+        yield source.view
