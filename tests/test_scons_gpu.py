@@ -57,7 +57,7 @@ if 'cudaclang' in ARGUMENTS.get('what', ''):
     env.Clone(OFFLOAD_HOSTFLAGS=['-nocudainc', '-nocudalib'],
               OFFLOAD_DEVICEFLAGS=['-nocudainc', '-nocudalib']).OffloadObject('src/saxpy.cu')
 if 'nvcc' in ARGUMENTS.get('what', ''):
-    env.OffloadProgram('saxpy_nvcc', ['src/saxpy_nvcc.cu'], OFFLOAD_CUDA_COMPILER='nvcc')
+    env.OffloadProgram('saxpy_nvcc', ['src/saxpy_nvcc.cu'], OFFLOAD_CUDA_COMPILER='nvcc', OFFLOAD_NVCC_SPLIT=False)
 """
 
 

@@ -20,8 +20,7 @@ import SCons.Script
 import SCons.Tool
 import SCons.Util
 
-from . import _archs, _compdb, _languages, _toolchain
-from . import _consume
+from . import _archs, _compdb, _consume, _languages, _nvcc, _toolchain
 from ._archs import archs_for, file_safe
 from ._builders import (COMPILER_VARS, LAUNCH, LIBRARY_VARS, PACKAGE_EMBED, PY, action, builder, canonical, node, nodes,
                         package_embed_builder, registry, settings, stem, wants)
@@ -422,10 +421,11 @@ def _nvcc_object(env, senv, s, fat, archs, kw, pic):
     o = dict(kw, _OFFLOAD_NVCC_ARCHS=list(archs), _OFFLOAD_LANG="cuda")
     if pic:
         _pic_overrides(senv, o)
-    made = env._OffloadNvccCompile(fat, s, **o)
-    for n in made:
+    plan = _nvcc.plan_for(senv, o)
+    made = _nvcc.split_object(env, senv, s, fat, o, plan) if plan else env._OffloadNvccCompile(fat, s, **o)
+    for n in made if not plan else ():
         n.attributes.offload_parts = {"host": n, "devices": {}, "package": None}
-    _compdb.record(senv.Override(o), made, [s], "OFFLOAD_NVCCCOM")
+    _compdb.record(senv.Override(o), made, [s], "OFFLOAD_NVCCDBCOM")
     return made
 
 

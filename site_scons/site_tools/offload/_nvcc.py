@@ -1,0 +1,449 @@
+"""nvcc on the per-arch graph: a `.cu` source built with `OFFLOAD_CUDA_COMPILER='nvcc'` becomes
+the sub-steps nvcc itself runs, each its own node:
+
+    <stem>.cu --NVCC-FE-->  <stem>.cudafe1.cpp, <stem>.module_id   (host preprocess + cudafe++)
+    <stem>.cu --NVCC-PP-->  <stem>.compute_NN.cpp1.ii              (device preprocess, per arch)
+    .cpp1.ii + .module_id --NVCC-CICC--> <stem>.compute_NN.ptx     (cicc, per arch; + its stub)
+    .ptx --NVCC-PTXAS--> <stem>.sm_NN.cubin                       (ptxas, per SASS arch)
+    cubins + PTX --NVCC-FATBIN--> <stem>.fatbin.c                 (fatbinary)
+    .cudafe1.cpp + stub + .fatbin.c --NVCC-HOST--> <stem>.o        (host compile)
+
+The steps are not hard-coded: they come from `nvcc --dryrun` with the same flags and `-gencode`
+list (as sccache splits nvcc), read once per distinct command line. Each node's command is the
+one nvcc would run, with nvcc's temporary files renamed to the nodes' files, so each node's
+signature holds exactly the flags that step gets (a host-only flag change reruns no `cicc` or
+`ptxas`; the device preprocess reruns, and its unchanged output stops the rebuild there) and the
+object equals the one `nvcc -c` makes. A plan of another shape (another CUDA release, a flag
+that adds steps) falls back to the one-action compile with a one-line note.
+
+Adding an arch changes `__CUDA_ARCH_LIST__`, which every preprocess gets (CUB names its
+namespace after it): the preprocess steps of the other archs rerun, and their `cicc`/`ptxas`
+rerun only when the preprocessed text changed (a source that uses the list)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass, field
+
+import SCons.Action
+import SCons.Tool
+
+from ._builders import builder, stem
+
+_PLAN_SRC = "offload_nvcc_plan_src.cu"
+_PLAN_OUT = "offload_nvcc_plan_out.o"
+_TMP = re.compile(r"(?:/[^\s\"]*/)?tmpxft_[0-9a-f]+_[0-9a-f]+-\d+_offload_nvcc_plan_src\.[A-Za-z0-9_.]+")
+
+COMMANDS = {
+    "_OFFLOAD_NVCCSTEPCOM": "$_OFFLOAD_NVCC_STEP",
+    # compile_commands.json: the nvcc compile as a clang CUDA command clangd reads.
+    "OFFLOAD_NVCCDBCOM": "clang++ -x cuda $_OFFLOAD_NVCCDB_FLAGS -c -o $TARGET $CCFLAGS $CXXFLAGS $OFFLOAD_HOSTFLAGS "
+                         "$_CCCOMCOM $SOURCE",
+}
+
+COMSTRS = {
+    "OFFLOAD_NVCCFECOMSTR": "NVCC-FE ${SOURCE}",
+    "OFFLOAD_NVCCPPCOMSTR": "NVCC-PP ${_OFFLOAD_NVCC_VARCH} ${SOURCE}",
+    "OFFLOAD_NVCCCICCCOMSTR": "NVCC-CICC ${_OFFLOAD_NVCC_VARCH} ${SOURCE}",
+    "OFFLOAD_NVCCPTXASCOMSTR": "NVCC-PTXAS ${_OFFLOAD_NVCC_RARCH} ${SOURCE}",
+    "OFFLOAD_NVCCFATBINCOMSTR": "NVCC-FATBIN ${TARGET}",
+    "OFFLOAD_NVCCHOSTCOMSTR": "NVCC-HOST ${TARGET}",
+}
+
+
+# --------------------------------------------------------------------------------------------
+# The plan: nvcc's own steps, read from `--dryrun`
+
+@dataclass
+class Step:
+    """One command of nvcc's plan: the program, its arguments, and the roles of the files it
+    reads and writes (`argv` holds `{role}` where a temporary file name was)."""
+    kind: str
+    argv: list[str]
+    inputs: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    virtual: str = ""   # compute_NN for device preprocess/cicc; sm_NN for ptxas (`real`)
+    real: str = ""
+
+
+@dataclass
+class Plan:
+    env: dict[str, str]
+    steps: list[Step]
+    host_stub_arch: str       # the arch whose cicc writes the stub the host compile includes
+
+
+_plans: dict[str, Plan | None] = {}
+_noted: set[str] = set()
+
+
+def _is_host_cc(prog: str) -> bool:
+    base = os.path.basename(prog)
+    return bool(re.fullmatch(r"(?:.*-)?(?:gcc|g\+\+|c\+\+|cc|clang|clang\+\+|icpx|icx)(?:-\d+)?", base))
+
+
+class _Shape(Exception):
+    """The plan has a step this module does not know how to place in the graph."""
+
+
+def parse(text: str) -> Plan:
+    """The graph plan of `nvcc --dryrun -c` output, or `_Shape` naming what is not recognised."""
+    env: dict[str, str] = {}
+    steps: list[Step] = []
+    roles: dict[str, str] = {}          # temporary file -> role
+
+    def out(tmp: str, role: str) -> str:
+        roles[tmp] = role
+        return role
+
+    def inp(tmp: str) -> str:
+        if tmp not in roles:
+            raise _Shape(f"a step reads '{os.path.basename(tmp)}' that no earlier step wrote")
+        return roles[tmp]
+
+    for line in text.splitlines():
+        if not line.startswith("#$ "):
+            continue
+        raw = line[3:].strip()
+        m = re.match(r"([A-Za-z_]\w*)=(.*)$", raw)
+        if m and " " not in raw.split("=", 1)[0]:
+            value = m.group(2).strip()
+            if value.startswith('"') and value.endswith('"') and value.count('"') == 2:
+                value = value[1:-1]
+            env[m.group(1)] = value
+            continue
+        argv = shlex.split(raw)
+        prog = argv[0].replace("$CICC_PATH", env.get("CICC_PATH", "$CICC_PATH"))
+        base = os.path.basename(prog)
+        if base == "rm":
+            continue
+        argv[0] = prog
+        tmps = [t for a in argv for t in _TMP.findall(a)]
+        step = Step(kind="", argv=argv)
+        if _is_host_cc(prog) and "-E" in argv:
+            arch = next((a.split("=", 1)[1] for a in argv if a.startswith("-D__CUDA_ARCH__=")), None)
+            if arch:
+                step.kind, step.virtual = "pp", f"compute_{arch[:-1]}"
+                step.outputs = [out(argv[argv.index("-o") + 1], f"ii.{step.virtual}")]
+            else:
+                step.kind = "host_pp"
+                step.outputs = [out(argv[argv.index("-o") + 1], "ii.host")]
+        elif base == "cudafe++":
+            step.kind = "fe"
+            step.inputs = [inp(argv[-1])]
+            step.outputs = [out(_opt(argv, "--gen_c_file_name"), "cudafe1.cpp"),
+                            out(_opt(argv, "--module_id_file_name"), "module_id")]
+            step.stub = _opt(argv, "--stub_file_name")
+        elif base == "cicc":
+            v = _opt(argv, "-arch")
+            step.kind, step.virtual = "cicc", v
+            step.inputs = [inp(argv[argv.index("-o") - 1]), inp(_opt(argv, "--module_id_file_name"))]
+            step.outputs = [out(argv[argv.index("-o") + 1], f"ptx.{v}"),
+                            out(_opt(argv, "--gen_c_file_name"), f"cudafe1.c.{v}"),
+                            out(_opt(argv, "--stub_file_name"), f"stub.{v}"),
+                            out(_opt(argv, "--gen_device_file_name"), f"gpu.{v}")]
+            step.fatbin_c = _opt(argv, "--include_file_name")
+        elif base == "ptxas":
+            real = next((a.split("=", 1)[1] for a in argv if a.startswith("-arch=")))
+            src = [t for t in tmps if t != argv[argv.index("-o") + 1]]
+            if len(src) != 1 or not real:
+                raise _Shape("a ptxas step without one input and an -arch")
+            step.kind, step.real = "ptxas", real
+            step.inputs = [inp(src[0])]
+            step.virtual = step.inputs[0].split(".", 1)[1]
+            step.outputs = [out(argv[argv.index("-o") + 1], f"cubin.{step.virtual}.{real}")]
+        elif base == "fatbinary":
+            step.kind = "fatbin"
+            for a in argv:
+                if a.startswith("--image3="):
+                    f = a.split("file=", 1)[1]
+                    step.inputs.append(inp(f))
+            emb = next(a.split("=", 1)[1] for a in argv if a.startswith("--embedded-fatbin="))
+            step.outputs = [out(emb, "fatbin.c")]
+            step.side = emb[:-2] if emb.endswith(".c") else None
+        elif _is_host_cc(prog) and "-c" in argv:
+            step.kind = "host"
+            step.inputs = [inp(argv[argv.index("-o") - 1])]
+            if argv[argv.index("-o") + 1] != _PLAN_OUT:
+                raise _Shape("the host compile does not write the object")
+        else:
+            raise _Shape(f"an unknown step '{base}'")
+        steps.append(step)
+    kinds = [s.kind for s in steps]
+    if kinds.count("fe") != 1 or kinds.count("host_pp") != 1 or kinds.count("fatbin") != 1 \
+            or kinds.count("host") != 1 or kinds[-1] != "host" or "cicc" not in kinds:
+        raise _Shape("not one front end, fat binary and host compile around per-arch device steps")
+    fe = steps[kinds.index("fe")]
+    stub_owner = [s.virtual for s in steps if s.kind == "cicc"
+                  and os.path.basename(_opt(s.argv, "--stub_file_name")) == os.path.basename(fe.stub)]
+    if len(stub_owner) != 1:
+        raise _Shape("no cicc step writes the stub the host compile includes")
+    if len({s.virtual for s in steps if s.kind == "cicc"}) != kinds.count("cicc"):
+        raise _Shape("two cicc steps for one virtual arch")
+    return Plan(env=env, steps=steps, host_stub_arch=stub_owner[0])
+
+
+def _opt(argv: list[str], name: str) -> str:
+    try:
+        return argv[argv.index(name) + 1]
+    except (ValueError, IndexError):
+        raise _Shape(f"a step without {name}") from None
+
+
+def plan_for(env, o: dict) -> Plan | None:
+    """nvcc's plan for a compile with overrides `o` (memoized per command line), or None with a
+    one-line note when it cannot be split. None, silently, unless `OFFLOAD_NVCC_SPLIT=True` (off by
+    default: the per-step processes cost more than the split saves, see the README's figures), or
+    with a compiler launcher (`OFFLOAD_LAUNCHER`: ccache, sccache and distcc take whole nvcc compiles;
+    sccache splits them itself)."""
+    if not env.get("OFFLOAD_NVCC_SPLIT", False) or env.subst("$OFFLOAD_LAUNCHER").strip():
+        return None
+    oenv = env.Override(dict(o, _OFFLOAD_LAUNCH=""))
+    cmd = oenv.subst("$OFFLOAD_NVCC --dryrun -c -o " + _PLAN_OUT + " $_OFFLOAD_NVCC_GENCODE $OFFLOAD_NVCCFLAGS "
+                     "$_OFFLOAD_NVCC_HOSTFLAGS $_CCCOMCOM " + _PLAN_SRC)
+    if cmd not in _plans:
+        try:
+            run = subprocess.run(shlex.split(cmd), capture_output=True, text=True, timeout=60,
+                                 cwd=env.Dir("#").get_abspath(), env=dict(os.environ, **env["ENV"]))
+            text = run.stdout + run.stderr
+            _plans[cmd] = parse(text) if run.returncode == 0 else None
+            why = None if run.returncode == 0 else "nvcc --dryrun failed"
+        except (OSError, subprocess.SubprocessError, ValueError) as exc:
+            _plans[cmd], why = None, f"nvcc --dryrun did not run ({exc})"
+        except _Shape as exc:
+            _plans[cmd], why = None, str(exc)
+        if why and cmd not in _noted:
+            _noted.add(cmd)
+            sys.stderr.write(f"offload: note: nvcc's plan is not split per arch ({why}): one nvcc -c per "
+                             "source instead\n")
+    return _plans[cmd]
+
+
+# --------------------------------------------------------------------------------------------
+# Target names (each builder names its own, from the object the source becomes)
+
+def _beside(obj, suffix: str):
+    return obj.dir.File(stem(obj) + suffix)
+
+
+def _fe_emitter(target, source, env):
+    obj = target[0]
+    return [_beside(obj, ".cudafe1.cpp"), _beside(obj, ".module_id"), _beside(obj, ".cpp4.ii")], source
+
+
+def _pp_emitter(target, source, env):
+    return [_beside(target[0], f".{env['_OFFLOAD_NVCC_VARCH']}.cpp1.ii")], source
+
+
+def _cicc_emitter(target, source, env):
+    v = env["_OFFLOAD_NVCC_VARCH"]
+    obj = target[0]
+    return [_beside(obj, f".{v}.ptx"), _beside(obj, f".{v}.cudafe1.c"), _beside(obj, f".{v}.cudafe1.stub.c"),
+            _beside(obj, f".{v}.cudafe1.gpu")], source
+
+
+def _cubin_name(virtual: str, real: str) -> str:
+    return f".{real}.cubin" if virtual.split("_")[1] == real.split("_")[1] else f".{virtual}.{real}.cubin"
+
+
+def _ptxas_emitter(target, source, env):
+    return [_beside(target[0], _cubin_name(env["_OFFLOAD_NVCC_VARCH"], env["_OFFLOAD_NVCC_RARCH"]))], source
+
+
+def _fatbin_emitter(target, source, env):
+    return [_beside(target[0], ".fatbin.c")], source
+
+
+def _host_emitter(target, source, env):
+    for t in target:
+        t.attributes.offload_lang = "cuda"
+    return target, source
+
+
+# nvcc options that take a value as the next argument and mean nothing to clangd.
+_NVCC_ONLY_WITH_VALUE = {"-gencode", "--generate-code", "-arch", "--gpu-architecture", "-code", "--gpu-code",
+                         "-ccbin", "--compiler-bindir", "-maxrregcount", "--maxrregcount", "-Xptxas", "-Xnvlink",
+                         "-Xfatbinary", "-Xcudafe", "--threads", "-t", "-diag-suppress", "--diag-suppress"}
+
+
+def clangd_flags(target, source, env, for_signature) -> str:
+    """`_OFFLOAD_NVCCDB_FLAGS`: what clangd needs of an nvcc compile: the toolkit, the archs, and
+    `$OFFLOAD_NVCCFLAGS` translated (`-Xcompiler=a,b` -> `a b`; `-D`/`-I`/`-U`/`-std=`/`-isystem`
+    kept; nvcc-only options such as `-gencode`, `-rdc`, `--expt-*`, `-lineinfo` dropped)."""
+    top = _toolkit(env.subst("$OFFLOAD_NVCC"), env)
+    out = ["--cuda-path=" + top] if top else []
+    out.extend(f"--cuda-gpu-arch={a}" for a in env.get("_OFFLOAD_NVCC_ARCHS") or [])
+    flags = env.subst("$OFFLOAD_NVCCFLAGS", target=target, source=source).split()
+    i = 0
+    while i < len(flags):
+        f = flags[i]
+        if f in ("-Xcompiler", "--compiler-options") and i + 1 < len(flags):
+            out.extend(x for x in flags[i + 1].split(",") if x)
+            i += 2
+            continue
+        if f.startswith(("-Xcompiler=", "--compiler-options=")):
+            out.extend(x for x in f.split("=", 1)[1].split(",") if x)
+        elif f in _NVCC_ONLY_WITH_VALUE:
+            i += 1
+        elif f.startswith(("-D", "-U", "-I", "-std=", "-isystem", "-include", "-W", "-f", "-O")) \
+                and not f.startswith("-Xcompiler"):
+            out.append(f)
+        i += 1
+    return " ".join(out)
+
+
+_toolkits: dict[str, str] = {}
+
+
+def _toolkit(nvcc: str, env) -> str:
+    """The CUDA toolkit an nvcc belongs to, as nvcc itself names it (`TOP=` in its plan; the
+    `nvcc` on PATH may be a wrapper script elsewhere)."""
+    if nvcc and nvcc not in _toolkits:
+        try:
+            run = subprocess.run([*shlex.split(nvcc), "--dryrun", "-E", "-x", "cu", os.devnull], capture_output=True,
+                                 text=True, timeout=60, env=dict(os.environ, **env["ENV"]))
+            m = re.search(r"^#\$ TOP=(.*)$", run.stdout + run.stderr, re.M)
+            _toolkits[nvcc] = os.path.normpath(m.group(1).strip()) if m else ""
+        except (OSError, subprocess.SubprocessError, ValueError):
+            _toolkits[nvcc] = ""
+    return _toolkits.get(nvcc, "")
+
+
+COMMANDS["_OFFLOAD_NVCCDB_FLAGS"] = clangd_flags
+
+
+def builders() -> dict:
+    def b(comstr, emitter, **kw):
+        act = SCons.Action.Action("$_OFFLOAD_NVCCSTEPCOM", "$" + comstr, varlist=["_OFFLOAD_NVCC_ID"])
+        return builder(action=act, emitter=emitter, **kw)
+
+    return {
+        "_OffloadNvccFrontEnd": b("OFFLOAD_NVCCFECOMSTR", _fe_emitter, source_scanner=SCons.Tool.CScanner),
+        "_OffloadNvccPreprocess": b("OFFLOAD_NVCCPPCOMSTR", _pp_emitter, source_scanner=SCons.Tool.CScanner),
+        "_OffloadNvccCicc": b("OFFLOAD_NVCCCICCCOMSTR", _cicc_emitter),
+        "_OffloadNvccPtxas": b("OFFLOAD_NVCCPTXASCOMSTR", _ptxas_emitter),
+        "_OffloadNvccFatbinary": b("OFFLOAD_NVCCFATBINCOMSTR", _fatbin_emitter),
+        "_OffloadNvccHost": b("OFFLOAD_NVCCHOSTCOMSTR", _host_emitter),
+    }
+
+
+PSEUDO_BUILDERS: list = []
+
+
+# --------------------------------------------------------------------------------------------
+# The graph
+
+def _command(step: Step, files: dict[str, str]) -> str:
+    """The step's command line for SCons: nvcc's temporaries replaced by `${TARGETS[i]}` /
+    `${SOURCES[i]}` (or a file's base name where nvcc gives one for an `#include`), the plan's
+    source by the node's (`--orig_src_path_name` by its real path, as nvcc writes it), `$`
+    escaped."""
+    parts = []
+    prev = ""
+    for a in step.argv:
+        raw = a
+        if a in files:
+            a = files[a]
+        elif a == _PLAN_SRC:
+            a = "$_OFFLOAD_NVCC_SRCABS" if prev == "--orig_src_path_name" else "$_OFFLOAD_NVCC_SRC"
+        elif a == _PLAN_OUT:
+            a = "${TARGETS[0]}"
+        else:
+            a = a.replace("$", "$$")
+            for tmp, name in files.items():
+                a = a.replace(tmp, name)
+            a = shlex.quote(a) if "$" not in a.replace("$$", "") else a
+        parts.append(a)
+        prev = raw
+    return " ".join(parts)
+
+
+def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
+    """The nodes of one source's compile along nvcc's plan; the object node(s) returned. The
+    parts are on the object as `offload_parts` (host: the host compile, devices: {arch: cubin or
+    PTX}, package: the fat binary)."""
+    penv = dict(plan.env)
+    step_env = dict(senv["ENV"])
+    for k in ("PATH", "LD_LIBRARY_PATH", "NVVMIR_LIBRARY_DIR", "CICC_PATH"):
+        if k in penv:
+            step_env[k] = penv[k]
+    base = dict(o, ENV=step_env, _OFFLOAD_NVCC_SRC=s.get_path(), _OFFLOAD_NVCC_SRCABS=s.srcnode().get_abspath())
+    node_of: dict[str, object] = {}  # role -> node
+    fe_step = next(st for st in plan.steps if st.kind == "fe")
+    host_pp = next(st for st in plan.steps if st.kind == "host_pp")
+    fatbin_step = next(st for st in plan.steps if st.kind == "fatbin")
+    host_step = next(st for st in plan.steps if st.kind == "host")
+
+    # Front end: host preprocess + cudafe++ (its stub name: the stub of the arch nvcc includes).
+    stub_name = f"{stem(fat)}.{plan.host_stub_arch}.cudafe1.stub.c"
+    fatbin_c_name = f"{stem(fat)}.fatbin.c"
+    pp_cmd = _command(host_pp, {host_pp.argv[host_pp.argv.index("-o") + 1]: "${TARGETS[2]}"})
+    fe_files = {fe_step.argv[-1]: "${TARGETS[2]}",
+                _opt(fe_step.argv, "--gen_c_file_name"): "${TARGETS[0]}",
+                _opt(fe_step.argv, "--module_id_file_name"): "${TARGETS[1]}",
+                os.path.basename(fe_step.stub): stub_name}
+    fe_cmd = _command(fe_step, fe_files)
+    fe = env._OffloadNvccFrontEnd(fat, s, _OFFLOAD_NVCC_STEP=f"{pp_cmd} && {fe_cmd}", **base)
+    node_of.update({"cudafe1.cpp": fe[0], "module_id": fe[1], "ii.host": fe[2]})
+
+    devices = {}
+    for st in plan.steps:
+        if st.kind == "pp":
+            cmd = _command(st, {st.argv[st.argv.index("-o") + 1]: "${TARGETS[0]}"})
+            node_of[f"ii.{st.virtual}"] = env._OffloadNvccPreprocess(fat, s, _OFFLOAD_NVCC_STEP=cmd,
+                                                                     _OFFLOAD_NVCC_VARCH=st.virtual, **base)[0]
+        elif st.kind == "cicc":
+            v = st.virtual
+            files = {st.argv[st.argv.index("-o") - 1]: "${SOURCES[0]}",
+                     _opt(st.argv, "--module_id_file_name"): "${SOURCES[1]}",
+                     st.argv[st.argv.index("-o") + 1]: "${TARGETS[0]}",
+                     _opt(st.argv, "--gen_c_file_name"): "${TARGETS[1]}",
+                     _opt(st.argv, "--stub_file_name"): "${TARGETS[2]}",
+                     _opt(st.argv, "--gen_device_file_name"): "${TARGETS[3]}",
+                     os.path.basename(st.fatbin_c): fatbin_c_name}
+            cmd = _command(st, files)
+            made = env._OffloadNvccCicc(fat, [node_of[f"ii.{v}"], node_of["module_id"]],
+                                        _OFFLOAD_NVCC_STEP=cmd, _OFFLOAD_NVCC_VARCH=v, **base)
+            node_of.update({f"ptx.{v}": made[0], f"stub.{v}": made[2]})
+        elif st.kind == "ptxas":
+            src_tmp = [t for t in _TMP.findall(" ".join(st.argv)) if t != st.argv[st.argv.index("-o") + 1]][0]
+            cmd = _command(st, {src_tmp: "${SOURCES[0]}", st.argv[st.argv.index("-o") + 1]: "${TARGETS[0]}"})
+            made = env._OffloadNvccPtxas(fat, node_of[st.inputs[0]], _OFFLOAD_NVCC_STEP=cmd,
+                                         _OFFLOAD_NVCC_VARCH=st.virtual, _OFFLOAD_NVCC_RARCH=st.real, **base)
+            node_of[st.outputs[0]] = made[0]
+            devices[st.real] = made[0]
+
+    images, files = [], {}
+    for a in fatbin_step.argv:
+        if a.startswith("--image3="):
+            tmp = a.split("file=", 1)[1]
+            role = _role_of(plan, tmp)
+            files[tmp] = f"${{SOURCES[{len(images)}]}}"
+            images.append(node_of[role])
+            if role.startswith("ptx."):
+                devices.setdefault(role.split(".", 1)[1], node_of[role])
+    emb = next(a.split("=", 1)[1] for a in fatbin_step.argv if a.startswith("--embedded-fatbin="))
+    files[emb] = "${TARGETS[0]}"
+    cmd = _command(fatbin_step, files)
+    fatbin = env._OffloadNvccFatbinary(fat, images, _OFFLOAD_NVCC_STEP=cmd, **base)
+
+    hfiles = {host_step.argv[host_step.argv.index("-o") - 1]: "${SOURCES[0]}"}
+    cmd = _command(host_step, hfiles)
+    made = env._OffloadNvccHost(fat, [node_of["cudafe1.cpp"], node_of[f"stub.{plan.host_stub_arch}"], fatbin[0]],
+                                _OFFLOAD_NVCC_STEP=cmd, **base)
+    for n in made:
+        n.attributes.offload_parts = {"host": n, "devices": devices, "package": fatbin[0]}
+    return made
+
+
+def _role_of(plan: Plan, tmp: str) -> str:
+    for st in plan.steps:
+        if st.kind == "ptxas" and st.argv[st.argv.index("-o") + 1] == tmp:
+            return st.outputs[0]
+        if st.kind == "cicc" and st.argv[st.argv.index("-o") + 1] == tmp:
+            return st.outputs[0]
+    raise KeyError(tmp)

@@ -1,0 +1,213 @@
+"""nvcc on the per-arch graph: the steps SCons runs for a `.cu` source built with nvcc when an arch
+is added or removed, the source edited or a host-only flag changed; the object carries the same
+SASS and PTX per arch as one `nvcc -c` with the same `-gencode` list; the program links and runs;
+a plan of unknown shape falls back to the one compile with a note."""
+
+from __future__ import annotations
+
+import collections
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import need_tool
+from scons_helpers import Project, run_env, scons_env
+
+pytestmark = pytest.mark.slow
+
+SCONSTRUCT = """
+import os
+env = Environment(tools=['default', 'offload'], ENV={'PATH': os.environ['PATH']},
+                  OFFLOAD_ARCHS=ARGUMENTS.get('archs', 'sm_80').split(','),
+                  OFFLOAD_CUDA_COMPILER='nvcc', OFFLOAD_CUDA_PTX=bool(ARGUMENTS.get('ptx')),
+                  OFFLOAD_NVCC_SPLIT=ARGUMENTS.get('split', '1') == '1',
+                  CXXFLAGS=ARGUMENTS.get('cxx', '-O2').split())
+if ARGUMENTS.get('nvccflags'):
+    env.Append(OFFLOAD_NVCCFLAGS=ARGUMENTS['nvccflags'].split())
+env.OffloadProgram('saxpy', ['src/saxpy.cu', 'src/scale.cu'])
+"""
+
+SAXPY = """
+#include <cstdio>
+void scale_on_host(float *x, int n);
+__global__ void saxpy(float a, float *x) { x[threadIdx.x] *= a; }
+int main() {
+  float h[4] = {1, 2, 3, 4};
+  scale_on_host(h, 4);
+  float *d;
+  if (cudaMalloc(&d, 64) != cudaSuccess) { std::printf("saxpy host %g\\n", h[3]); return 0; }
+  saxpy<<<1, 16>>>(2.0f, d);
+  std::printf("saxpy gpu %g\\n", h[3]);
+  return 0;
+}
+"""
+
+SCALE = """
+__global__ void twice(float *x) { x[threadIdx.x] *= 2; }
+void scale_on_host(float *x, int n) { for (int i = 0; i < n; ++i) x[i] *= 2; }
+"""
+
+_STEP_RE = re.compile(r"^(NVCC-FE|NVCC-PP|NVCC-CICC|NVCC-PTXAS|NVCC-FATBIN|NVCC-HOST|NVCC|LINK)\s+(.*)$")
+
+
+def _steps(cp) -> collections.Counter:
+    """Steps a run printed, as `KIND` or `KIND arch` (per-arch steps)."""
+    c = collections.Counter()
+    for line in cp.stdout.splitlines():
+        m = _STEP_RE.match(line.strip())
+        if m:
+            kind, rest = m.groups()
+            arch = rest.split()[0] if kind in ("NVCC-PP", "NVCC-CICC", "NVCC-PTXAS") else ""
+            c[f"{kind} {arch}".strip()] += 1
+    return c
+
+
+def _device_work(c) -> collections.Counter:
+    return collections.Counter({k: v for k, v in c.items() if k.startswith(("NVCC-CICC", "NVCC-PTXAS"))})
+
+
+def _project(root) -> Project:
+    need_tool("nvcc")
+    need_tool("clang-19")      # the tool validates archs with clang's table
+    p = Project(root)
+    p.write("SConstruct", SCONSTRUCT)
+    p.write("src/saxpy.cu", SAXPY)
+    p.write("src/scale.cu", SCALE)
+    return p
+
+
+def _inspect(path) -> list[tuple[str, str, str]]:
+    cp = subprocess.run([sys.executable, "-m", "offload_tool.cli.tool", "inspect", "--json", str(path)],
+                        capture_output=True, text=True, timeout=120, env=scons_env())
+    assert cp.returncode == 0, cp.stderr
+    return sorted((e["arch"], e["image_kind"], e["sha256"]) for e in json.loads(cp.stdout))
+
+
+def _run(p) -> str:
+    out = subprocess.run([str(p.root / "saxpy")], capture_output=True, text=True, timeout=60, env=run_env())
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_full_build_runs_each_step_once_per_source_and_arch(tmp_path):
+    p = _project(tmp_path / "p")
+    c = _steps(p.scons("-j4", "archs=sm_80,sm_90"))
+    assert c == {"NVCC-FE": 2, "NVCC-PP compute_80": 2, "NVCC-PP compute_90": 2, "NVCC-CICC compute_80": 2,
+                 "NVCC-CICC compute_90": 2, "NVCC-PTXAS sm_80": 2, "NVCC-PTXAS sm_90": 2, "NVCC-FATBIN": 2,
+                 "NVCC-HOST": 2, "LINK": 1}, c
+    assert _run(p) in ("saxpy host 8\n", "saxpy gpu 8\n")
+    assert p.up_to_date("archs=sm_80,sm_90")
+
+
+def test_adding_an_arch_runs_only_its_device_work(tmp_path):
+    p = _project(tmp_path / "p")
+    p.scons("archs=sm_80,sm_90")
+    c = _steps(p.scons("archs=sm_80,sm_90,sm_86"))
+    assert _device_work(c) == {"NVCC-CICC compute_86": 2, "NVCC-PTXAS sm_86": 2}, c
+    assert (c["NVCC-FATBIN"], c["NVCC-HOST"], c["LINK"]) == (2, 2, 1), c
+    assert _run(p) in ("saxpy host 8\n", "saxpy gpu 8\n")
+
+
+def test_removing_an_arch_runs_no_device_work(tmp_path):
+    p = _project(tmp_path / "p")
+    p.scons("archs=sm_80,sm_90")
+    c = _steps(p.scons("archs=sm_80"))
+    assert _device_work(c) == {}, c
+    assert (c["NVCC-FATBIN"], c["NVCC-HOST"]) == (2, 2), c
+    assert [a for a, _, _ in _inspect(p.root / "src/saxpy.o")] == ["sm_80"]
+
+
+def test_editing_a_source_reruns_its_nodes_only(tmp_path):
+    p = _project(tmp_path / "p")
+    p.scons("archs=sm_80,sm_90")
+    p.write("src/scale.cu", SCALE.replace("*= 2; }\nvoid", "*= 3; }\nvoid"))
+    c = _steps(p.scons("archs=sm_80,sm_90"))
+    assert c == {"NVCC-FE": 1, "NVCC-PP compute_80": 1, "NVCC-PP compute_90": 1, "NVCC-CICC compute_80": 1,
+                 "NVCC-CICC compute_90": 1, "NVCC-PTXAS sm_80": 1, "NVCC-PTXAS sm_90": 1, "NVCC-FATBIN": 1,
+                 "NVCC-HOST": 1, "LINK": 1}, c
+
+
+def test_host_only_flag_change_reruns_no_device_work(tmp_path):
+    p = _project(tmp_path / "p")
+    p.scons("archs=sm_80,sm_90")
+    c = _steps(p.scons("archs=sm_80,sm_90", "cxx=-O1"))
+    assert _device_work(c) == {} and c["NVCC-FATBIN"] == 0, c
+    assert c["NVCC-HOST"] == 2, c
+    # A device flag (nvcc's own) reruns the device work.
+    c = _steps(p.scons("archs=sm_80,sm_90", "cxx=-O1", "nvccflags=-ftz=true"))
+    assert c["NVCC-CICC compute_80"] == 2 and c["NVCC-PTXAS sm_90"] == 2, c
+
+
+@pytest.mark.parametrize("ptx", ["", "1"])
+def test_object_equals_one_nvcc_compile(tmp_path, ptx):
+    """Same SASS and PTX per arch as one `nvcc -c` with the same `-gencode` list."""
+    p = _project(tmp_path / "p")
+    args = ["archs=sm_80,sm_90", f"ptx={ptx}"]
+    p.scons(*args)
+    split = {n: _inspect(p.root / f"src/{n}.o") for n in ("saxpy", "scale")}
+    split_run = _run(p)
+    c = _steps(p.scons(*args, "split=0"))
+    assert c["NVCC"] == 2 and c["NVCC-HOST"] == 0, c
+    one = {n: _inspect(p.root / f"src/{n}.o") for n in ("saxpy", "scale")}
+    assert split == one
+    kinds = {(a, k) for a, k, _ in split["saxpy"]}
+    assert ("sm_80", "cubin") in kinds and ("sm_90", "cubin") in kinds
+    assert (("sm_90", "ptx") in kinds) == bool(ptx)
+    assert split_run == _run(p)
+
+
+def test_parse_recognises_cuda_13_plan_and_refuses_other_shapes():
+    nvcc = need_tool("nvcc")
+    sys.path.insert(0, str(__import__("scons_helpers").REPO / "site_scons"))
+    from site_tools.offload import _nvcc
+    cp = subprocess.run([nvcc, "--dryrun", "-c", "-o", _nvcc._PLAN_OUT, "-gencode", "arch=compute_80,code=sm_80",
+                         "-gencode", "arch=compute_90,code=[sm_90,compute_90]", _nvcc._PLAN_SRC],
+                        capture_output=True, text=True, timeout=60)
+    plan = _nvcc.parse(cp.stdout + cp.stderr)
+    kinds = [(s.kind, s.virtual, s.real) for s in plan.steps]
+    assert kinds == [("host_pp", "", ""), ("fe", "", ""), ("pp", "compute_80", ""), ("cicc", "compute_80", ""),
+                     ("ptxas", "compute_80", "sm_80"), ("pp", "compute_90", ""), ("cicc", "compute_90", ""),
+                     ("ptxas", "compute_90", "sm_90"), ("fatbin", "", ""), ("host", "", "")]
+    assert plan.host_stub_arch == "compute_90"
+    with pytest.raises(_nvcc._Shape, match="unknown step 'nvlink'"):
+        _nvcc.parse(cp.stdout + cp.stderr + '\n#$ nvlink -o x.o y.o\n')
+    with pytest.raises(_nvcc._Shape, match="no earlier step wrote"):
+        _nvcc.parse("#$ ptxas -arch=sm_80 /tmp/tmpxft_0000_00000000-9_offload_nvcc_plan_src.ptx "
+                    "-o /tmp/tmpxft_0000_00000000-10_offload_nvcc_plan_src.cubin\n")
+
+
+def test_unrecognised_plan_falls_back_with_one_note(tmp_path):
+    """An nvcc whose `--dryrun` plan has a step the parser does not know: one note, and one nvcc
+    compile per source as before."""
+    real = need_tool("nvcc")
+    p = _project(tmp_path / "p")
+    fake = tmp_path / "nvcc"
+    fake.write_text("#!/bin/sh\n"
+                    'for a in "$@"; do [ "$a" = --dryrun ] && { echo "#$ mystery-step --frobnicate" >&2; exit 0; }; done\n'
+                    f'exec {real} "$@"\n')
+    fake.chmod(0o755)
+    p.write("SConstruct", SCONSTRUCT.replace("env.OffloadProgram", f"env['OFFLOAD_NVCC'] = '{fake}'\nenv.OffloadProgram"))
+    cp = p.scons("archs=sm_80")
+    assert cp.stderr.count("offload: note: nvcc's plan is not split per arch (an unknown step 'mystery-step')") == 1
+    c = _steps(cp)
+    assert c["NVCC"] == 2 and c["NVCC-HOST"] == 0, c
+    assert _run(p) in ("saxpy host 8\n", "saxpy gpu 8\n")
+
+
+def test_compile_commands_has_one_clang_cuda_entry_per_source(tmp_path):
+    p = _project(tmp_path / "p")
+    p.write("SConstruct", SCONSTRUCT.replace("tools=['default', 'offload']", "tools=['default', 'offload', 'compilation_db']")
+            + "env.CompilationDatabase()\n")
+    p.scons("archs=sm_80,sm_90", "compile_commands.json",
+            "nvccflags=-Xcompiler=-Wall,-Wextra --expt-relaxed-constexpr -rdc=true -DFOO=1 "
+            "-gencode arch=compute_75,code=sm_75")
+    entries = json.loads((p.root / "compile_commands.json").read_text())
+    assert sorted(e["file"] for e in entries) == ["src/saxpy.cu", "src/scale.cu"]
+    cmd = next(e["command"] for e in entries if e["file"] == "src/saxpy.cu").split()
+    assert cmd[:3] == ["clang++", "-x", "cuda"] and cmd[3].startswith("--cuda-path=/")
+    assert cmd[4:6] == ["--cuda-gpu-arch=sm_80", "--cuda-gpu-arch=sm_90"]
+    assert {"-Wall", "-Wextra", "-DFOO=1", "-O2"} <= set(cmd)
+    assert not [f for f in cmd if f.startswith(("-gencode", "arch=", "-rdc", "--expt", "-Xcompiler"))], cmd
