@@ -17,7 +17,7 @@ import re
 __all__ = ["FileKind", "identify", "is_object_file", "bundle_handler", "text_bundle_type",
            "text_bundle_comment", "OBJECT_KINDS", "COFF_MACHINES", "TEXT_BUNDLE_COMMENTS", "ELF_MAGIC",
            "AR_MAGIC", "THIN_AR_MAGIC", "OFFLOAD_BINARY_MAGIC", "BC_MAGIC", "BC_WRAPPER_MAGIC", "CCOB_MAGIC",
-           "BUNDLE_MAGIC", "FATBIN_MAGIC"]
+           "BUNDLE_MAGIC", "FATBIN_MAGIC", "KPACK_MAGIC"]
 
 # The magic numbers, written once; the format modules use these for reading and writing.
 ELF_MAGIC = b"\x7fELF"
@@ -29,6 +29,7 @@ BC_WRAPPER_MAGIC = b"\xde\xc0\x17\x0b"
 CCOB_MAGIC = b"CCOB"
 BUNDLE_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
 FATBIN_MAGIC = 0xBA55ED50  # a little-endian u32
+KPACK_MAGIC = b"KPAK"  # ROCm's per-architecture kernel archives (`kpack`)
 
 
 class FileKind(str, enum.Enum):
@@ -43,6 +44,7 @@ class FileKind(str, enum.Enum):
     ARCHIVE = "archive"                 # !<arch>\n
     THIN_ARCHIVE = "thin-archive"       # !<thin>\n
     BITCODE = "bitcode"                 # BC C0 DE, or the bitcode wrapper DE C0 17 0B
+    KPACK = "kpack"                     # KPAK: ROCm's per-architecture kernel archive
     ELF = "elf"
     COFF = "coff"
     MACHO = "macho"
@@ -72,6 +74,7 @@ _MAGICS: tuple[tuple[bytes, FileKind], ...] = (
     (BC_WRAPPER_MAGIC, FileKind.BITCODE),
     (CCOB_MAGIC, FileKind.COMPRESSED_BUNDLE),
     (FATBIN_MAGIC.to_bytes(4, "little"), FileKind.FATBIN),
+    (KPACK_MAGIC, FileKind.KPACK),
     (b"\xfe\xed\xfa\xce", FileKind.MACHO),
     (b"\xfe\xed\xfa\xcf", FileKind.MACHO),
     (b"\xce\xfa\xed\xfe", FileKind.MACHO),

@@ -8,6 +8,9 @@ Containers are recognised by content, never by file name, and unwrapped recursiv
   compressed `CCOB`; in ELF objects as `__CLANG_OFFLOAD_BUNDLE__<id>` sections (object bundles)
   and as the `.hip_fatbin` section (HIP's old driver);
 * NVIDIA fat binaries (`.nv_fatbin`, `__nv_relfatbin`, `.fatbin` files; `fatbin`);
+* ROCm kpack archives (`KPAK`, `.kpack` files: one per architecture family, kernels by binary and
+  architecture); a host binary whose device code was split out into them (`HIPK` wrappers and a
+  `.rocm_kpack_ref` marker) holds no image, and the reason given for it names the archives;
 * static archives, member by member.
 
 An image whose bytes are themselves a container (a fat binary inside an OffloadBinary, a bundle
@@ -56,7 +59,7 @@ _HIP_FATBIN_SECTIONS = (".hip_fatbin",)
 _CONTAINERS = {
     FileKind.OFFLOAD_BINARY: "package", FileKind.FATBIN: "fatbin", FileKind.COMPRESSED_BUNDLE: "ccob",
     FileKind.CLANG_BUNDLE: "bundle", FileKind.ARCHIVE: "archive", FileKind.THIN_ARCHIVE: "archive",
-    FileKind.TEXT_BUNDLE: "text-bundle",
+    FileKind.TEXT_BUNDLE: "text-bundle", FileKind.KPACK: "kpack",
 }
 # `llvm-objdump --offloading`'s words for an image's content, where they apply.
 _IMAGE_KIND_WORDS = {FileKind.ELF: "elf", FileKind.BITCODE: "llvm ir", FileKind.FATBIN: "fatbinary",
@@ -218,6 +221,8 @@ class _Scanner:
             self.scan_bundle_entries(_read_text_bundle(data), "text-bundle", path, wrappers, depth, compressed)
         elif kind == "archive":
             self.scan_archive(data, path, wrappers, depth)
+        elif kind == "kpack":
+            self.scan_kpack(data, path, wrappers, depth, compressed)
 
     def leaf_or_nested(self, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> bool:
         """If `data` is itself a container, list what it holds and return True."""
@@ -319,6 +324,24 @@ class _Scanner:
                 image_kind=content_image_kind(data), size=len(data), compressed=compressed, sha256="",
                 wrappers=list(wrappers), details={"bundle_entry_id": raw_id}, data=data))
 
+    def scan_kpack(self, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
+        from ..formats import kpack
+        archive = kpack.read_kpack(data, where=path)
+        for k in archive.kernels:
+            kpath = f"{path}[{k.binary}][{k.arch}]"
+            image = kpack.kernel_bytes(data, k, where=path)
+            if self.leaf_or_nested(image, kpath, wrappers + ["kpack"], depth, compressed or k.compressed):
+                continue
+            details = {"kpack_binary": k.binary, "kpack_ordinal": k.ordinal, "kpack_type": k.type,
+                       "kpack_group": archive.group_name, "kpack_arch_family": archive.gfx_arch_family,
+                       "kpack_compression": archive.compression_scheme}
+            if k.compressed:
+                details["kpack_stored_size"] = k.size
+            self.add(DeviceImage(
+                path=kpath, container="kpack", producer="hip", triple=kpack.AMDGCN_TRIPLE, arch=k.arch,
+                image_kind=content_image_kind(image), size=len(image), compressed=compressed or k.compressed,
+                sha256="", wrappers=list(wrappers), details=details, data=image))
+
     def scan_archive(self, data, path: str, wrappers: list[str], depth: int) -> None:
         from ..formats.archive import read_archive
         if identify(data) is FileKind.THIN_ARCHIVE:
@@ -332,12 +355,20 @@ class _Scanner:
             self.add_offload_image(f.image, f.path, wrappers + ["bitcode"], depth, False)
 
     def scan_elf(self, data, path: str, wrappers: list[str], depth: int) -> None:
-        from ..formats import elf
+        from ..formats import elf, kpack
         for sec in elf.read_sections(data):
             name = sec.name
             if sec.sh_type == elf.SHT_LLVM_OFFLOADING:
                 self.scan_container("package", sec.data, self.section_path(path, name), wrappers + ["elf"],
                                     depth + 1, False)
+            elif name in (kpack.KPACK_REF_SECTION, kpack.WRAPPER_SECTION) and sec.sh_type != 8:
+                # A binary whose device code was split into kpack archives: no image here, but a
+                # malformed reference is reported like any malformed container.
+                where = f"{self.section_path(path, name)} (file offset {sec.offset:#x})"
+                if name == kpack.KPACK_REF_SECTION:
+                    kpack.read_kpack_ref(sec.data, where=where)
+                else:
+                    kpack.read_kpack_wrappers(sec.data, where=where)
             elif objbundle.is_bundle_section_name(name):
                 # Object bundle: one entry per section; the host entry is a single 0 byte.
                 bid = objbundle.bundle_entry_id_of(name)
@@ -577,7 +608,29 @@ def no_images_reason(buf) -> str:
     kind = identify(buf)
     if kind is FileKind.UNKNOWN:
         return "not an offload container, object file, bitcode or archive (no known magic number)"
+    if kind is FileKind.ELF and (split := _kpack_split(buf)) is not None:
+        return split
     return f"a file of kind '{kind.value}' with no offload sections or entries"
+
+
+def _kpack_split(buf) -> str | None:
+    """How a host binary whose device code was split into kpack archives says where it went."""
+    from ..formats import elf, kpack
+    wrappers, ref = [], None
+    with budget.run():
+        for sec in elf.read_sections(buf):
+            if sec.sh_type == 8:
+                continue
+            if sec.name == kpack.WRAPPER_SECTION:
+                wrappers = kpack.read_kpack_wrappers(sec.data)
+            elif sec.name == kpack.KPACK_REF_SECTION:
+                ref = kpack.read_kpack_ref(sec.data)
+    if ref is None:
+        return None
+    split = [w.co_index for w in wrappers if w.is_kpack]
+    return (f"device code split out into kpack archives {', '.join(ref.search_paths) or '(none named)'} "
+            f"as {ref.kernel_name!r} (HIPK wrappers for code objects "
+            f"{', '.join(f'#{i}' for i in split) or 'none'})")
 
 
 def to_json(images: list[DeviceImage]) -> str:
