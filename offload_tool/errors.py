@@ -44,6 +44,14 @@ class FatbinError(OffloadError):
     """An NVIDIA fat binary (.nv_fatbin) is malformed."""
 
 
+class KpackError(OffloadError):
+    """A ROCm kpack archive (`KPAK`) or a split binary's kpack reference is malformed."""
+
+
+class MessagePackError(OffloadError):
+    """A MessagePack document (a kpack table of contents) is truncated or malformed."""
+
+
 class UsageError(OffloadError):
     """A command-line or API argument is invalid."""
 
@@ -54,3 +62,11 @@ class OutputPathError(OffloadError):
 
 class BudgetError(OffloadError):
     """An input asks for more work than the run's resource budget allows (`offload_tool.budget`)."""
+
+
+class ReportError(OffloadError):
+    """A build report that is not one (wrong schema, missing or mistyped fields)."""
+
+
+class InputChangedError(OffloadError):
+    """An input was truncated or rewritten by another process while it was being read."""

@@ -31,7 +31,7 @@ import threading
 from dataclasses import dataclass
 from typing import Iterator
 
-from .errors import OffloadError, UsageError
+from .errors import InputChangedError, OffloadError, UsageError
 
 __all__ = ["Input", "InputChangedError", "open_input", "open_input_file", "byte_view", "stream_limit",
            "STREAM_LIMIT_ENV", "DEFAULT_STREAM_LIMIT", "changed_inputs"]
@@ -40,9 +40,6 @@ STREAM_LIMIT_ENV = "OFFLOAD_TOOL_STREAM_LIMIT"
 DEFAULT_STREAM_LIMIT = 256 << 20
 _CHUNK = 1 << 20
 
-
-class InputChangedError(OffloadError):
-    """An input was truncated or rewritten by another process while it was being read."""
 
 
 @dataclass

@@ -17,7 +17,8 @@ from offload_tool import budget
 from offload_tool.errors import OffloadError
 from offload_tool.formats import elf, kpack
 from offload_tool.formats.magic import FileKind, identify
-from offload_tool.formats.msgpack import MAX_NESTING, MessagePackError, read_msgpack
+from offload_tool.errors import MessagePackError
+from offload_tool.formats.msgpack import MAX_NESTING, read_msgpack
 from offload_tool.ops.inspector import inspect_buffer, no_images_reason
 
 from conftest import run_cli

@@ -35,20 +35,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import budget
-from ..errors import OffloadError
+from ..errors import KpackError, MessagePackError
 from ..fileio import byte_view
 from .layout import Layout, field_error
 from .magic import KPACK_MAGIC
-from .msgpack import MessagePackError, read_msgpack
+from .msgpack import read_msgpack
 
 __all__ = ["KpackError", "KPACK_MAGIC", "KPACK_VERSION", "KPACK_HEADER", "BLOB_ALIGNMENT", "ZSTD_COUNT",
            "ZSTD_FRAME_SIZE", "HIPF_MAGIC", "HIPK_MAGIC", "FAT_BINARY_WRAPPER", "KPACK_REF_SECTION",
            "WRAPPER_SECTION", "AMDGCN_TRIPLE", "KpackKernel", "KpackArchive", "KpackWrapper", "KpackRef",
            "read_kpack", "kernel_bytes", "read_kpack_ref", "read_kpack_wrappers"]
-
-
-class KpackError(OffloadError):
-    """A kpack archive or kpack reference that is malformed."""
 
 
 KPACK_VERSION = 1

@@ -20,16 +20,12 @@ from __future__ import annotations
 import struct
 
 from .. import budget
-from ..errors import OffloadError
+from ..errors import MessagePackError
 
 __all__ = ["MessagePackError", "read_msgpack", "MAX_NESTING"]
 
 #: How deeply arrays and maps may nest (kpack's deepest document nests 4 levels).
 MAX_NESTING = 64
-
-
-class MessagePackError(OffloadError):
-    """A MessagePack document that is truncated, malformed or uses a type kpack does not."""
 
 
 _FIXED = {0xCC: ">B", 0xCD: ">H", 0xCE: ">I", 0xCF: ">Q", 0xD0: ">b", 0xD1: ">h", 0xD2: ">i", 0xD3: ">q",

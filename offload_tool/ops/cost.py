@@ -25,7 +25,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from ..errors import OffloadError, UsageError
+from ..errors import OffloadError, ReportError, UsageError
 from ..rules import target_id
 
 __all__ = ["SCHEMA", "Estimate", "SlotEstimate", "load_report", "validate_report", "estimate_added_arch",
@@ -34,9 +34,6 @@ __all__ = ["SCHEMA", "Estimate", "SlotEstimate", "load_report", "validate_report
 SCHEMA = "offload-build-report/1"
 _VENDOR_WORDS = {"amd": "AMD", "nvidia": "NVIDIA"}
 
-
-class ReportError(OffloadError):
-    """A build report that is not one (wrong schema, missing or mistyped fields)."""
 
 
 @dataclass
