@@ -427,8 +427,9 @@ def compress_chunks(chunks: Iterable, uncompressed_size: int, out: BinaryIO, *, 
     """Compress the concatenation of `chunks` (exactly `uncompressed_size` bytes) into a CCOB on `out`.
 
     Streams: the header is written as a placeholder and patched when the size and hash are known
-    (`out` must be seekable; otherwise the result is assembled in memory). zstd uses worker threads
-    for large inputs (`threads=-1` = one per core); the frame is a standard single frame with its
+    (`out` must be seekable; otherwise the result is assembled in memory). zstd runs in this thread
+    and the MD5 in a second one; `threads` asks for zstd's worker threads instead (`-1` = one per
+    usable CPU). Either way the frame is a standard single frame with its
     content size, which LLVM 19 reads."""
     if method not in _METHOD_IDS:
         raise UsageError(f"unknown compression method '{method}' (zlib or zstd)")
@@ -451,7 +452,7 @@ def compress_chunks(chunks: Iterable, uncompressed_size: int, out: BinaryIO, *, 
     layout = _HEADERS[version]
     base = out.tell()
     out.write(bytes(layout.size))
-    md5 = _Hasher(threaded=uncompressed_size >= _MT_THRESHOLD)
+    md5 = _Hasher(threaded=uncompressed_size >= _MT_THRESHOLD and _usable_cpus() > 1)
     chunks = _pieces(chunks)
     start = time.perf_counter()
     written = 0
@@ -460,21 +461,19 @@ def compress_chunks(chunks: Iterable, uncompressed_size: int, out: BinaryIO, *, 
         if method == "zstd":
             import zstandard
 
-            if threads is None:
-                threads = -1 if uncompressed_size >= _MT_THRESHOLD else 0
-            # LLVM's parameters (level, long-distance matching, content size in the frame), plus worker
-            # threads: a standard single frame, readable by LLVM 19's ZSTD_decompress.
+            # LLVM's parameters: the level, long-distance matching with the 128 MiB window LLVM's
+            # ZSTD_compress2 gets, the content size in the frame; and the LDM bucket size of the zstd
+            # LLVM 19 ships with (1.5.4 and older: 2^3 entries; 1.5.6 raised it to 2^4, which costs a
+            # third more time for ~0.5% smaller output). One thread by default: a single standard
+            # frame, as LLVM writes, while the MD5 runs beside it; zstd's worker threads
+            # (`threads`) serialize LDM and lose ~3% in size on code objects, for no gain on 2 cores.
             extra = {}
             if threads:
-                # zstd's default job size (a few MiB) costs ~25% in ratio on code objects, whose
-                # matches lie far apart; jobs of up to 64 MiB keep the output within ~1% of a
-                # single-threaded frame while both cores still work.
-                cores = (os.cpu_count() or 1) if threads < 0 else threads
+                cores = _usable_cpus() if threads < 0 else threads
                 extra["job_size"] = max(_MT_THRESHOLD, min(64 << 20, uncompressed_size // (2 * cores)))
-            # The level itself, not `from_level`'s expansion: zstd then picks the parameters for the
-            # input size and, with long-distance matching, the 128 MiB window LLVM's ZSTD_compress2 gets.
-            params = zstandard.ZstdCompressionParameters(compression_level=level, enable_ldm=True, threads=threads,
-                                                         write_content_size=True, **extra)
+            params = zstandard.ZstdCompressionParameters(compression_level=level, enable_ldm=True,
+                                                         ldm_bucket_size_log=_LDM_BUCKET_SIZE_LOG,
+                                                         threads=threads or 0, write_content_size=True, **extra)
             cctx = zstandard.ZstdCompressor(compression_params=params)
             with cctx.stream_writer(counter, size=uncompressed_size, closefd=False,
                                     write_size=zstandard.COMPRESSION_RECOMMENDED_OUTPUT_SIZE) as w:
@@ -519,6 +518,17 @@ def compress_chunks(chunks: Iterable, uncompressed_size: int, out: BinaryIO, *, 
             f"Truncated MD5 hash: 0x{digest:016x}",
         ])
     return info
+
+
+_LDM_BUCKET_SIZE_LOG = 3
+
+
+def _usable_cpus() -> int:
+    """CPUs this process may run on (`taskset` and cgroup cpusets included), not the machine's count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 class _CountingWriter:
