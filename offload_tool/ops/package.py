@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from contextlib import ExitStack
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from ..errors import OffloadError, UsageError
 from ..fileio import atomic_output, open_input, safe_join, sanitize_name
@@ -18,7 +18,9 @@ from ..formats.offload_binary import (DEFAULT_LLVM_VERSION, OffloadImage, image_
                                       image_kind_name, offload_kind_value, write_offload_binary_to)
 from ..rules import llvm_path
 from ..rules.densemap import DenseMap
-from .extract import FoundImage, find_offload_images
+
+if TYPE_CHECKING:  # extract (ELF, COFF, bitcode readers) is imported only when unbundling
+    from .extract import FoundImage
 
 __all__ = ["parse_image_arguments", "write_package", "bundle_images", "unbundle_images", "generated_name",
            "Warnings"]
@@ -131,6 +133,8 @@ def unbundle_images(input_file: str, images: list[str], *, archive: bool = False
     each file is written atomically; if writing fails, files this call created are removed."""
     warn = warn or Warnings()
     with open_input(input_file) as buf:
+        from .extract import find_offload_images
+
         found = find_offload_images(buf, input_file, llvm_version=llvm_version)
         plan: list[tuple[str, str, object]] = []  # (path, "archive" | "image", members or image)
         for image in images:
