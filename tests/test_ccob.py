@@ -327,3 +327,23 @@ def test_decompression_is_charged_to_the_budget():
     with budget.run(budget.Limits(decompressed=10 << 10)):
         ccob.decompress(blob)
         assert budget.remaining("decompressed") == (10 << 10) - len(_bundle())
+
+
+@pytest.mark.parametrize("system", [True, False])
+def test_compress_with_and_without_the_system_libzstd(monkeypatch, system):
+    """zstd goes through the system libzstd (LLVM's library) when there is one, else `zstandard`;
+    both write one frame with the content size that either reader decompresses."""
+    from offload_tool.formats import libzstd
+
+    if system and libzstd._library() is None:
+        pytest.skip("no system libzstd (install libzstd1)")
+    if not system:
+        monkeypatch.setattr(libzstd, "open_compressor", lambda *a: None)
+    data = _bundle((os.urandom(3000) * 50, b"x" * (3 << 20)))
+    out = io.BytesIO()
+    info = ccob.compress_chunks([data[:5000], memoryview(data)[5000:]], len(data), out, method="zstd")
+    blob = out.getvalue()
+    import zstandard
+
+    assert zstandard.get_frame_parameters(blob[24:]).content_size == len(data)
+    assert bytes(ccob.decompress(blob)[0]) == data and info.compressed_size == len(blob) - 24

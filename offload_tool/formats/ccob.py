@@ -458,9 +458,27 @@ def compress_chunks(chunks: Iterable, uncompressed_size: int, out: BinaryIO, *, 
     written = 0
     counter = _CountingWriter(out)
     try:
-        if method == "zstd":
+        system = None
+        if method == "zstd" and not threads:
+            # The system libzstd, which LLVM links: LLVM's parameters and speed (see libzstd.py).
+            from . import libzstd
+
+            system = libzstd.open_compressor(level, uncompressed_size, counter)
+        if system is not None:
+            try:
+                for chunk in chunks:
+                    md5.update(chunk)
+                    system.write(chunk)
+                    written += memoryview(chunk).nbytes
+                system.finish()
+            except ValueError as exc:
+                raise CompressionError(f"Could not compress the bundle: {exc}") from None
+            finally:
+                system.close()
+        elif method == "zstd":
             import zstandard
 
+            # Without a system libzstd (or with worker threads asked for): `zstandard`'s own zstd with
             # LLVM's parameters: the level, long-distance matching with the 128 MiB window LLVM's
             # ZSTD_compress2 gets, the content size in the frame; and the LDM bucket size of the zstd
             # LLVM 19 ships with (1.5.4 and older: 2^3 entries; 1.5.6 raised it to 2^4, which costs a
