@@ -7,6 +7,7 @@ import io
 import os
 import struct
 import zlib
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -227,3 +228,122 @@ def test_zstd_output_bound_rejects_garbage():
     stream = zstandard.ZstdCompressor().compress(b"x" * 100_000)
     with pytest.raises(CompressionError, match="truncated"):
         ccob.zstd_output_bound(memoryview(stream[:7]))
+
+
+# --- decompression bombs: a small file that expands to gigabytes -------------------------------------
+
+_BOMB_ID = "hip-amdgcn-amd-amdhsa--gfx900"
+
+
+def _bomb(size: int, version: int = 2, with_hash: bool = False) -> bytes:
+    """A CCOB of a binary bundle whose one payload is `size` - header zero bytes, written by hand as a
+    zstd frame of RLE blocks (4 bytes per 128 KiB): ~128 KiB of file per 4 GiB of output."""
+    header = io.BytesIO()
+    write_binary_bundle([BundleEntry(_BOMB_ID, b"")], header)
+    head = bytearray(header.getvalue())
+    struct.pack_into("<Q", head, 32 + 8, size - len(head))  # the entry's Size: the rest of the bundle
+    blocks = [struct.pack("<I", (len(head) << 3) | 0)[:3] + bytes(head)]  # one raw block
+    left = size - len(head)
+    while left:
+        n = min(left, 128 << 10)
+        left -= n
+        blocks.append(struct.pack("<I", (n << 3) | (1 << 1) | (0 if left else 1))[:3] + b"\0")
+    frame = struct.pack("<IBB", 0xFD2FB528, 0xC0, 17 << 3) + struct.pack("<Q", size) + b"".join(blocks)
+    digest = 0
+    if with_hash:
+        md5 = hashlib.md5(head)
+        zeros = bytes(8 << 20)
+        left = size - len(head)
+        while left:
+            md5.update(zeros[:min(left, len(zeros))])
+            left -= min(left, len(zeros))
+        digest = int.from_bytes(md5.digest()[:8], "little")
+    if version == 2:
+        return struct.pack("<4sHHIIQ", b"CCOB", 2, 1, 24 + len(frame), size, digest) + frame
+    return struct.pack("<4sHHQQQ", b"CCOB", 3, 1, 32 + len(frame), size, digest) + frame
+
+
+def _cli(tmp_path, *args, env_budget=None):
+    """Run offload-bundler in a child and return (status, stdout, stderr, peak RSS MiB)."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent) + os.pathsep + env.get("PYTHONPATH", "")
+    env.pop("OFFLOAD_TOOL_BUDGET", None)
+    if env_budget:
+        env["OFFLOAD_TOOL_BUDGET"] = env_budget
+    # A fresh interpreter measures only itself: ru_maxrss of a child started through a small helper.
+    code = ("import os, subprocess, sys; p = subprocess.Popen(sys.argv[1:]); _, s, u = os.wait4(p.pid, 0); "
+            "print(u.ru_maxrss // 1024, os.waitstatus_to_exitcode(s), file=sys.stderr)")
+    res = subprocess.run([sys.executable, "-c", code, sys.executable, "-m", "offload_tool.cli.bundler", *args],
+                         cwd=tmp_path, env=env, capture_output=True)
+    lines = res.stderr.decode(errors="replace").splitlines()
+    rss, status = (int(x) for x in lines[-1].split())
+    return status, res.stdout.decode(errors="replace"), "\n".join(lines[:-1]), rss
+
+
+def test_list_of_a_bomb_decompresses_only_the_header(tmp_path):
+    """-list needs the inner bundle's header only: a 128 KiB file claiming 4 GiB lists in bounded memory."""
+    blob = _bomb(0xFFFF0000)
+    assert len(blob) < 160 << 10
+    (tmp_path / "bomb").write_bytes(blob)
+    status, out, err, rss = _cli(tmp_path, "-type=bc", "-list", "-input=bomb")
+    assert status == 0, err
+    assert out == _BOMB_ID + "\n"
+    assert rss < 256, f"peak RSS {rss} MiB"
+
+
+def test_unbundling_a_bomb_over_the_budget_fails_before_decompressing(tmp_path):
+    (tmp_path / "v3").write_bytes(_bomb(8 << 30, version=3))  # over the default 4 GiB budget
+    status, _, err, rss = _cli(tmp_path, "-type=bc", "-unbundle", f"-targets={_BOMB_ID}", "-input=v3", "-output=x")
+    assert status == 1 and "over the decompressed budget of 4 GiB" in err and "'v3'" in err, err
+    assert not (tmp_path / "x").exists() and rss < 256
+    (tmp_path / "v2").write_bytes(_bomb(2 << 30))
+    status, _, err, _ = _cli(tmp_path, "-type=bc", "-unbundle", f"-targets={_BOMB_ID}", "-input=v2", "-output=x",
+                             env_budget="decompressed=1G")
+    assert status == 1 and "over the decompressed budget of 1 GiB" in err, err
+    assert sorted(os.listdir(tmp_path)) == ["v2", "v3"]  # no output, no temporary file left
+
+
+def test_unbundling_streams_within_the_budget(tmp_path):
+    """Within the budget, a large payload streams to its output: memory stays far below its size."""
+    size = 768 << 20
+    (tmp_path / "big").write_bytes(_bomb(size, with_hash=True))
+    status, _, err, rss = _cli(tmp_path, "-type=bc", "-unbundle", f"-targets={_BOMB_ID}", "-input=big", "-output=x")
+    assert status == 0, err
+    assert (tmp_path / "x").stat().st_size == size - 32 - 24 - len(_BOMB_ID)
+    assert rss < 300, f"peak RSS {rss} MiB"
+
+
+def test_decompression_is_charged_to_the_budget():
+    from offload_tool import budget
+    from offload_tool.errors import BudgetError
+
+    blob = ccob.compress(_bundle())
+    with budget.run(budget.Limits(decompressed=100)):
+        with pytest.raises(BudgetError, match="compressed bundle: over the decompressed budget of 100 bytes"):
+            ccob.decompress(blob)
+    with budget.run(budget.Limits(decompressed=10 << 10)):
+        ccob.decompress(blob)
+        assert budget.remaining("decompressed") == (10 << 10) - len(_bundle())
+
+
+@pytest.mark.parametrize("system", [True, False])
+def test_compress_with_and_without_the_system_libzstd(monkeypatch, system):
+    """zstd goes through the system libzstd (LLVM's library) when there is one, else `zstandard`;
+    both write one frame with the content size that either reader decompresses."""
+    from offload_tool.formats import libzstd
+
+    if system and libzstd._library() is None:
+        pytest.skip("no system libzstd (install libzstd1)")
+    if not system:
+        monkeypatch.setattr(libzstd, "open_compressor", lambda *a: None)
+    data = _bundle((os.urandom(3000) * 50, b"x" * (3 << 20)))
+    out = io.BytesIO()
+    info = ccob.compress_chunks([data[:5000], memoryview(data)[5000:]], len(data), out, method="zstd")
+    blob = out.getvalue()
+    import zstandard
+
+    assert zstandard.get_frame_parameters(blob[24:]).content_size == len(data)
+    assert bytes(ccob.decompress(blob)[0]) == data and info.compressed_size == len(blob) - 24

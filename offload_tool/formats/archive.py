@@ -35,7 +35,7 @@ from .bitcode import bitcode_symbols
 from ..errors import ArchiveError
 from ..fileio import byte_view
 from .layout import Layout
-from .magic import AR_MAGIC, FileKind, identify
+from .magic import AR_MAGIC, BC_MAGIC, BC_WRAPPER_MAGIC, ELF_MAGIC, FileKind, identify
 
 __all__ = ["ArchiveMember", "AR_HDR", "read_archive", "write_archive",
            "archive_symbols", "member_symbols"]
@@ -176,6 +176,8 @@ def _member_name(raw: bytes, offset: int) -> str:
 def member_symbols(data) -> list[bytes] | None:
     """The archive-symbol-table names LLVM lists for one member, or None if the member is not a
     symbolic file (no object: does not make LLVM write a symbol table)."""
+    if bytes(data[:4]) not in _SYMBOLIC_HEADS:
+        return None  # most device payloads: no identify() per member
     kind = identify(data)
     if kind is FileKind.ELF and len(data) >= 18:  # identify_magic needs e_type too
         return _elf_symbols(data)
@@ -183,6 +185,8 @@ def member_symbols(data) -> list[bytes] | None:
         return bitcode_symbols(data)
     return None
 
+
+_SYMBOLIC_HEADS = frozenset({ELF_MAGIC, BC_MAGIC, BC_WRAPPER_MAGIC})
 
 STT_SECTION, STT_FILE = 3, 4
 STB_LOCAL = 0
@@ -256,8 +260,15 @@ def _field(value, field: str) -> bytes:
 _DIRECT_WRITE_SIZE = 1 << 20
 
 
+# `AR_HDR` as one bytes format: a header per member of an archive of thousands, without six field calls.
+_AR_HDR_FORMAT = b"%-16s%-12s%-6s%-6s%-8s%-10d`\n"
+assert len(_AR_HDR_FORMAT % (b"", b"", b"", b"", b"", 0)) == _HEADER_SIZE
+
+
 def _member_header(name_field: bytes, size: int, mode: bytes = b"644", date_uid_gid: bytes = b"0") -> bytes:
     """A member header as LLVM's deterministic writer fills it: date, uid and gid 0."""
+    if len(name_field) <= 16 and size < 10**10 and len(mode) <= 8 and len(date_uid_gid) <= 6:
+        return _AR_HDR_FORMAT % (name_field, date_uid_gid, date_uid_gid, date_uid_gid, mode, size)
     return AR_HDR.build(ar_name=_field(name_field, "ar_name"), ar_date=_field(date_uid_gid, "ar_date"),
                         ar_uid=_field(date_uid_gid, "ar_uid"), ar_gid=_field(date_uid_gid, "ar_gid"),
                         ar_mode=_field(mode, "ar_mode"), ar_size=_field(size, "ar_size"), ar_fmag=_FMAG)

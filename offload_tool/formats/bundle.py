@@ -17,6 +17,7 @@ from .magic import BUNDLE_MAGIC, FileKind, identify
 
 __all__ = [
     "BundleEntry", "BINARY_MAGIC", "TEXT_COMMENTS", "BINARY_TYPES", "is_binary_bundle", "read_binary_bundle",
+    "read_binary_bundle_index", "binary_bundle_header_size",
     "binary_bundle_layout", "write_binary_bundle", "read_text_bundle", "write_text_bundle", "text_comment",
     "stringmap_entries", "bundle_chunks", "bundle_size",
 ]
@@ -73,7 +74,37 @@ def read_binary_bundle(buf) -> list[BundleEntry]:
     A buffer without the magic has no entries (as in LLVM). Truncated headers, payloads past the end
     and impossible entry counts raise `BundleFormatError`."""
     view = memoryview(buf).cast("B")
+    return [BundleEntry(entry_id, view[offset:offset + length], offset)
+            for entry_id, offset, length in read_binary_bundle_index(view)]
+
+
+def binary_bundle_header_size(head) -> int:
+    """How many leading bytes a binary bundle's header (magic, count, entry headers, IDs) takes, as far
+    as `head`, a prefix of the bundle, tells: when the result exceeds `len(head)`, read at least that
+    many bytes and ask again. Lets a compressed bundle's header be read without its payloads."""
+    view = memoryview(head).cast("B")
     size = view.nbytes
+    if size < _HEADER.size:
+        return _HEADER.size
+    count = _HEADER.read(view, 0, BundleFormatError).NumberOfBundles
+    pos = _HEADER.size
+    for _ in range(count):
+        if pos + _ENTRY.size > size:
+            return pos + _ENTRY.size
+        pos += _ENTRY.size + _ENTRY.unpack_from(view, pos)[2]
+        if pos > size:
+            return pos
+    return pos
+
+
+def read_binary_bundle_index(head, size: int | None = None) -> list[tuple[str, int, int]]:
+    """(bundle entry ID, payload offset, payload size) of every entry, in file order. `head` holds the
+    bundle or, with `size` (the whole bundle's size), a prefix of it at least
+    `binary_bundle_header_size(head)` bytes long: payload ranges are checked against `size`."""
+    view = memoryview(head).cast("B")
+    avail = view.nbytes
+    if size is None:
+        size = avail
     if not is_binary_bundle(view):
         return []
     if size < _HEADER.size:
@@ -84,21 +115,25 @@ def read_binary_bundle(buf) -> list[BundleEntry]:
     if count > (size - pos) // _ENTRY.size:
         raise BundleFormatError(f"bundle header at offset 24: NumberOfBundles {count} cannot fit in a "
                                 f"{size}-byte file")
-    entries: list[BundleEntry] = []
+    entries: list[tuple[str, int, int]] = []
     for index in range(count):
         if pos + _ENTRY.size > size:
             raise BundleFormatError(f"bundle entry {index} at offset {pos}: header truncated")
+        if pos + _ENTRY.size > avail:
+            raise BundleFormatError(f"bundle entry {index} at offset {pos}: header not read")
         offset, length, id_len = _ENTRY.unpack_from(view, pos)
         pos += _ENTRY.size
         if id_len > size - pos:
             raise BundleFormatError(f"bundle entry {index} at offset {pos - 8}: IdLength {id_len} runs past the "
                                     f"end of the {size}-byte file")
+        if id_len > avail - pos:
+            raise BundleFormatError(f"bundle entry {index} at offset {pos - 8}: ID not read")
         entry_id = bytes(view[pos:pos + id_len]).decode(*_ID_ENCODING)
         pos += id_len
         if offset == 0 or offset > size or length > size - offset:
             raise BundleFormatError(f"bundle entry {index} ('{entry_id}'): payload Offset {offset} Size {length} "
                                     f"is outside the {size}-byte file")
-        entries.append(BundleEntry(entry_id, view[offset:offset + length], offset))
+        entries.append((entry_id, offset, length))
     return entries
 
 

@@ -15,8 +15,9 @@ import sys
 import time
 import zlib
 from dataclasses import dataclass
-from typing import BinaryIO, Callable, Iterable
+from typing import BinaryIO, Callable, Iterable, Iterator
 
+from .. import budget
 from ..errors import CompressionError, UsageError
 from .layout import Layout
 from .magic import CCOB_MAGIC, FileKind, identify
@@ -24,7 +25,7 @@ from .magic import CCOB_MAGIC, FileKind, identify
 __all__ = [
     "CCOB_MAGIC", "CompressionInfo", "METHODS", "DEFAULT_LEVELS", "DEFAULT_MAX_UNCOMPRESSED_SIZE",
     "is_compressed", "read_header", "decompress", "compress", "compress_chunks", "truncated_md5",
-    "format_with_commas", "decompress_deferred", "zstd_output_bound", "env_format_version",
+    "format_with_commas", "Decompression", "zstd_output_bound", "env_format_version",
 ]
 
 #: `llvm::compression::Format` values stored in the header.
@@ -45,8 +46,8 @@ _HEADERS = {
     3: Layout("CCOB v3 header", _PREFIX_FIELDS + [("total_file_size", "Q"), ("uncompressed_size", "Q"), ("hash", "Q")]),
 }
 
-_CHUNK = 8 << 20
-_MT_THRESHOLD = 8 << 20  # inputs at least this large use zstd's worker threads
+_PIECE = 4 << 20  # decompressed bytes handed on at a time (bounded memory, few Python steps)
+_MT_THRESHOLD = 8 << 20  # payloads at least this large are hashed in a worker thread
 
 
 @dataclass
@@ -168,43 +169,104 @@ def _log_lines(log: Callable[[str], None] | None, lines: list[str]) -> None:
 
 
 def decompress(buf, *, max_uncompressed_size: int = DEFAULT_MAX_UNCOMPRESSED_SIZE, verbose: bool = False,
-               log: Callable[[str], None] | None = None) -> tuple[bytes | bytearray | mmap.mmap, CompressionInfo]:
-    """Decompress a CCOB; returns (the bundle as a bytes-like object, header info).
+               log: Callable[[str], None] | None = None, what: str = "compressed bundle"
+               ) -> tuple[bytes | bytearray | mmap.mmap, CompressionInfo]:
+    """Decompress a whole CCOB into memory; returns (the bundle as a bytes-like object, header info).
 
-    Raises `CompressionError` for a bad header, a corrupt stream, a size that is not exactly the
-    header's uncompressed size, a claimed size over `max_uncompressed_size`, or an MD5 mismatch."""
-    out, info, finish = decompress_deferred(buf, max_uncompressed_size=max_uncompressed_size, verbose=verbose,
-                                            log=log)
-    finish()
-    return out, info
+    For small CCOBs (archive members, inspection). Raises `CompressionError` for a bad header, a
+    corrupt stream, a size that is not exactly the header's uncompressed size, a claimed size over
+    `max_uncompressed_size`, or an MD5 mismatch; `BudgetError` when the size passes the run's
+    `decompressed` budget. Large inputs stream through `Decompression.chunks` instead."""
+    dec = Decompression(buf, max_uncompressed_size=max_uncompressed_size, verbose=verbose, log=log, what=what)
+    return dec.read_all(), dec.info
 
 
-def decompress_deferred(buf, *, max_uncompressed_size: int = DEFAULT_MAX_UNCOMPRESSED_SIZE, verbose: bool = False,
-                        log: Callable[[str], None] | None = None):
-    """`decompress`, but the MD5 check runs in a worker thread: returns (data, info, finish), and
-    `finish()` waits for the hash, prints the verbose report and raises on a mismatch. Callers overlap
-    the hash with their own work and call `finish()` before committing any output."""
-    info = read_header(buf)
-    if info.uncompressed_size > max_uncompressed_size:
-        raise CompressionError(f"uncompressed size field {info.uncompressed_size} exceeds the limit of "
-                               f"{max_uncompressed_size} bytes")
-    view = memoryview(buf).cast("B")[info.header_size:info.header_size + info.compressed_size]
-    start = time.perf_counter()
-    if info.method == "zstd":
-        out = _zstd_decompress(view, info.uncompressed_size)
-    else:
-        out = _zlib_decompress(view, info.uncompressed_size)
-    elapsed = time.perf_counter() - start
-    hasher = _Hasher(threaded=info.uncompressed_size >= _MT_THRESHOLD)
-    hasher.update(out)
-    done: list[int] = []
+class Decompression:
+    """One compressed bundle, read as a stream: `prefix(n)` decompresses just the first `n` bytes
+    (headers), `chunks()` the whole payload in order, in pieces of bounded size, with the MD5 computed
+    alongside (in a worker thread for large payloads: zstd, zlib and hashlib all release the GIL, so
+    decompressing, hashing and the caller's writes overlap) and checked after the last piece.
 
-    def finish() -> None:
-        if done:
-            return
-        actual = hasher.truncated()
-        done.append(actual)
-        if verbose:
+    The header's claims are checked before anything is decompressed: the uncompressed size against
+    `max_uncompressed_size`, against what the stream can hold at most (zstd block headers, deflate's
+    maximal ratio) and against the run's `decompressed` budget, so a small file that claims or
+    expands to gigabytes costs neither the memory nor the time."""
+
+    def __init__(self, buf, *, max_uncompressed_size: int = DEFAULT_MAX_UNCOMPRESSED_SIZE, verbose: bool = False,
+                 log: Callable[[str], None] | None = None, what: str = "compressed bundle") -> None:
+        info = read_header(buf)
+        if info.uncompressed_size > max_uncompressed_size:
+            raise CompressionError(f"uncompressed size field {info.uncompressed_size} exceeds the limit of "
+                                   f"{max_uncompressed_size} bytes")
+        self.info = info
+        self.what = what
+        self._verbose, self._log = verbose, log
+        self._stream = memoryview(buf).cast("B")[info.header_size:info.header_size + info.compressed_size]
+        self._window = 0
+        if info.method == "zstd":
+            self._window = _check_zstd_claim(self._stream, info.uncompressed_size)
+        elif info.uncompressed_size > self._stream.nbytes * _DEFLATE_MAX_RATIO + 64:
+            raise _size_error(info.uncompressed_size, False)
+
+    def _pieces(self, limit: int, piece: int) -> Iterator[bytes]:
+        """Decompressed bytes in order, at most `limit` of them (more would be an error for the caller)."""
+        if self.info.method == "zstd":
+            return _zstd_pieces(self._stream, limit, piece, self._window)
+        return _zlib_pieces(self._stream, limit, piece)
+
+    def prefix(self, n: int) -> bytes:
+        """The first `min(n, uncompressed size)` bytes, charged to the budget; nothing is verified
+        beyond them (the MD5 needs the whole payload): for reading headers only."""
+        n = min(n, self.info.uncompressed_size)
+        budget.charge("decompressed", n, self.what)
+        parts, got = [], 0
+        for piece in self._pieces(n, min(n, _PIECE) or 1):
+            parts.append(piece)
+            got += len(piece)
+            if got >= n:
+                break
+        data = b"".join(parts)[:n]
+        if len(data) < n:
+            raise _size_error(self.info.uncompressed_size, False)
+        return data
+
+    def read_all(self) -> bytes | bytearray | mmap.mmap:
+        """The whole payload in memory (checked as `chunks` checks it)."""
+        expected = self.info.uncompressed_size
+        # Anonymous memory: pages are committed as they are written, so a false claim costs nothing.
+        out = mmap.mmap(-1, expected) if expected else bytearray()
+        pos = 0
+        for chunk in self.chunks():
+            out[pos:pos + len(chunk)] = chunk
+            pos += len(chunk)
+        return out
+
+    def chunks(self, piece: int = _PIECE) -> Iterator[bytes]:
+        """The whole payload in order (pieces of at most `piece` bytes); after the last piece the size
+        and the MD5 are checked, and a mismatch raises `CompressionError` (callers write the pieces
+        to temporary outputs, which the error then discards). Charged to the budget up front."""
+        info = self.info
+        expected = info.uncompressed_size
+        budget.charge("decompressed", expected, self.what)
+        hasher = _Hasher(threaded=expected >= _MT_THRESHOLD)
+        start = time.perf_counter()
+        got = 0
+        try:
+            for chunk in self._pieces(expected + 1, piece):
+                got += len(chunk)
+                if got > expected:
+                    raise _size_error(expected, True)
+                hasher.update(chunk)
+                yield chunk
+        finally:
+            hasher.close()
+        if got != expected:
+            raise _size_error(expected, False)
+        self._finish(hasher.truncated(), time.perf_counter() - start)
+
+    def _finish(self, actual: int, elapsed: float) -> None:
+        info = self.info
+        if self._verbose:
             lines = [f"Compressed bundle format version: {info.version}"]
             if info.version >= 2:
                 lines.append(f"Total file size (from header): {format_with_commas(info.total_size)} bytes")
@@ -219,12 +281,10 @@ def decompress_deferred(buf, *, max_uncompressed_size: int = DEFAULT_MAX_UNCOMPR
                 f"Recalculated hash: 0x{actual:016x}",
                 f"Hashes match: {'Yes' if actual == info.truncated_md5 else 'No'}",
             ]
-            _log_lines(log, lines)
+            _log_lines(self._log, lines)
         if actual != info.truncated_md5:
             raise CompressionError(f"truncated MD5 mismatch: header at offset {info.header_size - 8} says "
                                    f"0x{info.truncated_md5:016x}, decompressed data hashes to 0x{actual:016x}")
-
-    return out, info, finish
 
 
 def _size_error(expected: int, got_more: bool) -> CompressionError:
@@ -236,6 +296,7 @@ def _size_error(expected: int, got_more: bool) -> CompressionError:
 
 _ZSTD_MAGIC = 0xFD2FB528
 _ZSTD_BLOCK_MAX = 128 << 10
+_ZSTD_DEFAULT_WINDOW = 1 << 27  # zstd's default limit for streaming; LLVM's frames (level <= 22, LDM) fit
 _DEFLATE_MAX_RATIO = 1032  # deflate cannot expand a byte into more than ~1032 bytes
 
 
@@ -290,66 +351,62 @@ def zstd_output_bound(view: memoryview) -> int:
     return bound
 
 
-def _output_buffer(expected: int):
-    """Anonymous memory for the result: pages are only committed as they are written, so a false size
-    claim costs nothing (unlike bytearray(n), which zero-fills)."""
-    return mmap.mmap(-1, expected) if expected else bytearray()
-
-
-def _zstd_decompress(view: memoryview, expected: int) -> bytes:
+def _check_zstd_claim(view: memoryview, expected: int) -> int:
+    """Reject a size claim the stream cannot meet; returns the window the decoder must allow."""
     import zstandard
 
-    # The claim must fit what the stream's block headers allow before anything is allocated.
+    # The claim must fit what the stream's block headers allow before anything is decompressed.
     if zstd_output_bound(view) < expected:
         raise _size_error(expected, False)
     try:
         params = zstandard.get_frame_parameters(view)
     except zstandard.ZstdError as exc:
         raise CompressionError(f"Could not decompress embedded file contents: {exc}") from None
-    if params.content_size != zstandard.CONTENTSIZE_UNKNOWN and params.content_size != expected:
-        raise _size_error(expected, params.content_size > expected)
-    if expected == 0:
-        return b""
+    if params.content_size != zstandard.CONTENTSIZE_UNKNOWN and params.content_size > expected:
+        raise _size_error(expected, True)
+    # zstd allocates min(window, frame content size) for its window: bounded by the checked claim.
+    return max(_ZSTD_DEFAULT_WINDOW, min(params.window_size, 1 << 31))
+
+
+def _zstd_pieces(view: memoryview, limit: int, piece: int, window: int) -> Iterator[bytes]:
+    import zstandard
+
+    reader = zstandard.ZstdDecompressor(max_window_size=window).stream_reader(
+        view, read_size=1 << 20, read_across_frames=True)
+    got = 0
     try:
-        # One shot (2-3x faster than streaming); output bounded by the checked size.
-        out = zstandard.ZstdDecompressor().decompress(view, max_output_size=expected)
+        while got < limit:
+            chunk = reader.read(min(piece, limit - got))
+            if not chunk:
+                return
+            got += len(chunk)
+            yield chunk
     except zstandard.ZstdError as exc:
-        text = str(exc)
-        if "could not allocate" in text or "too large" in text or "dstSize_tooSmall" in text:
-            raise _size_error(expected, True) from None
         raise CompressionError(f"Could not decompress embedded file contents: {exc}") from None
-    if len(out) != expected:
-        raise _size_error(expected, len(out) > expected)
-    return out
 
 
-def _zlib_decompress(view: memoryview, expected: int):
-    if expected > view.nbytes * _DEFLATE_MAX_RATIO + 64:
-        raise _size_error(expected, False)
+def _zlib_pieces(view: memoryview, limit: int, piece: int) -> Iterator[bytes]:
     d = zlib.decompressobj()
-    out = _output_buffer(expected)
-    mv = memoryview(out)
-    pos = 0
+    size, pos, got = view.nbytes, 0, 0
+    tail: bytes | memoryview = b""
     try:
-        pending: bytes | memoryview = view
-        while True:
-            chunk = d.decompress(pending, min(_CHUNK, expected + 1 - pos))
-            if pos + len(chunk) > expected:
-                raise _size_error(expected, True)
-            mv[pos:pos + len(chunk)] = chunk
-            pos += len(chunk)
-            pending = d.unconsumed_tail
-            if d.eof or (not chunk and not pending):
-                break
-        if not d.eof:
-            raise CompressionError("Could not decompress embedded file contents: zlib stream is truncated")
+        while got < limit:
+            if not tail:
+                if pos >= size:
+                    break
+                tail = view[pos:pos + (1 << 20)]
+                pos += len(tail)
+            chunk = d.decompress(tail, min(piece, limit - got))
+            tail = d.unconsumed_tail  # input zlib could not use yet: at most one input slice
+            if chunk:
+                got += len(chunk)
+                yield chunk
+            if d.eof:
+                return
     except zlib.error as exc:
         raise CompressionError(f"Could not decompress embedded file contents: {exc}") from None
-    finally:
-        mv.release()
-    if pos != expected:
-        raise _size_error(expected, False)
-    return out
+    if got < limit:
+        raise CompressionError("Could not decompress embedded file contents: zlib stream is truncated")
 
 
 def _rate(uncompressed: int, compressed: int) -> str:
@@ -370,8 +427,9 @@ def compress_chunks(chunks: Iterable, uncompressed_size: int, out: BinaryIO, *, 
     """Compress the concatenation of `chunks` (exactly `uncompressed_size` bytes) into a CCOB on `out`.
 
     Streams: the header is written as a placeholder and patched when the size and hash are known
-    (`out` must be seekable; otherwise the result is assembled in memory). zstd uses worker threads
-    for large inputs (`threads=-1` = one per core); the frame is a standard single frame with its
+    (`out` must be seekable; otherwise the result is assembled in memory). zstd runs in this thread
+    and the MD5 in a second one; `threads` asks for zstd's worker threads instead (`-1` = one per
+    usable CPU). Either way the frame is a standard single frame with its
     content size, which LLVM 19 reads."""
     if method not in _METHOD_IDS:
         raise UsageError(f"unknown compression method '{method}' (zlib or zstd)")
@@ -394,30 +452,46 @@ def compress_chunks(chunks: Iterable, uncompressed_size: int, out: BinaryIO, *, 
     layout = _HEADERS[version]
     base = out.tell()
     out.write(bytes(layout.size))
-    md5 = _Hasher(threaded=uncompressed_size >= _MT_THRESHOLD)
+    md5 = _Hasher(threaded=uncompressed_size >= _MT_THRESHOLD and _usable_cpus() > 1)
     chunks = _pieces(chunks)
     start = time.perf_counter()
     written = 0
     counter = _CountingWriter(out)
     try:
-        if method == "zstd":
+        system = None
+        if method == "zstd" and not threads:
+            # The system libzstd, which LLVM links: LLVM's parameters and speed (see libzstd.py).
+            from . import libzstd
+
+            system = libzstd.open_compressor(level, uncompressed_size, counter)
+        if system is not None:
+            try:
+                for chunk in chunks:
+                    md5.update(chunk)
+                    system.write(chunk)
+                    written += memoryview(chunk).nbytes
+                system.finish()
+            except ValueError as exc:
+                raise CompressionError(f"Could not compress the bundle: {exc}") from None
+            finally:
+                system.close()
+        elif method == "zstd":
             import zstandard
 
-            if threads is None:
-                threads = -1 if uncompressed_size >= _MT_THRESHOLD else 0
-            # LLVM's parameters (level, long-distance matching, content size in the frame), plus worker
-            # threads: a standard single frame, readable by LLVM 19's ZSTD_decompress.
+            # Without a system libzstd (or with worker threads asked for): `zstandard`'s own zstd with
+            # LLVM's parameters: the level, long-distance matching with the 128 MiB window LLVM's
+            # ZSTD_compress2 gets, the content size in the frame; and the LDM bucket size of the zstd
+            # LLVM 19 ships with (1.5.4 and older: 2^3 entries; 1.5.6 raised it to 2^4, which costs a
+            # third more time for ~0.5% smaller output). One thread by default: a single standard
+            # frame, as LLVM writes, while the MD5 runs beside it; zstd's worker threads
+            # (`threads`) serialize LDM and lose ~3% in size on code objects, for no gain on 2 cores.
             extra = {}
             if threads:
-                # zstd's default job size (a few MiB) costs ~25% in ratio on code objects, whose
-                # matches lie far apart; jobs of up to 64 MiB keep the output within ~1% of a
-                # single-threaded frame while both cores still work.
-                cores = (os.cpu_count() or 1) if threads < 0 else threads
+                cores = _usable_cpus() if threads < 0 else threads
                 extra["job_size"] = max(_MT_THRESHOLD, min(64 << 20, uncompressed_size // (2 * cores)))
-            # The level itself, not `from_level`'s expansion: zstd then picks the parameters for the
-            # input size and, with long-distance matching, the 128 MiB window LLVM's ZSTD_compress2 gets.
-            params = zstandard.ZstdCompressionParameters(compression_level=level, enable_ldm=True, threads=threads,
-                                                         write_content_size=True, **extra)
+            params = zstandard.ZstdCompressionParameters(compression_level=level, enable_ldm=True,
+                                                         ldm_bucket_size_log=_LDM_BUCKET_SIZE_LOG,
+                                                         threads=threads or 0, write_content_size=True, **extra)
             cctx = zstandard.ZstdCompressor(compression_params=params)
             with cctx.stream_writer(counter, size=uncompressed_size, closefd=False,
                                     write_size=zstandard.COMPRESSION_RECOMMENDED_OUTPUT_SIZE) as w:
@@ -462,6 +536,17 @@ def compress_chunks(chunks: Iterable, uncompressed_size: int, out: BinaryIO, *, 
             f"Truncated MD5 hash: 0x{digest:016x}",
         ])
     return info
+
+
+_LDM_BUCKET_SIZE_LOG = 3
+
+
+def _usable_cpus() -> int:
+    """CPUs this process may run on (`taskset` and cgroup cpusets included), not the machine's count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 class _CountingWriter:

@@ -105,10 +105,19 @@ def text_bundle_type(buf) -> str | None:
     return None if m is None else TEXT_BUNDLE_COMMENTS[m.group(1)]
 
 
+# `_MAGICS` by their first 4 bytes (the 2-byte XCOFF ones apart): one dict lookup per call, as
+# archives and bundles identify thousands of members and payloads.
+_MAGICS_BY_HEAD: dict[bytes, tuple[tuple[bytes, FileKind], ...]] = {}
+for _magic, _kind in _MAGICS:
+    if len(_magic) >= 4:
+        _MAGICS_BY_HEAD[_magic[:4]] = _MAGICS_BY_HEAD.get(_magic[:4], ()) + ((_magic, _kind),)
+_SHORT_MAGICS = tuple((m, k) for m, k in _MAGICS if len(m) < 4)
+
+
 def identify(buf) -> FileKind:
     """The kind of the file whose contents start `buf` (see `FileKind`)."""
     head = bytes(buf[:32])
-    for magic, kind in _MAGICS:
+    for magic, kind in _MAGICS_BY_HEAD.get(head[:4], _SHORT_MAGICS):
         if head.startswith(magic):
             return kind
     # identify_magic's offload_bundle needs sizeof("__CLANG_OFFLOAD_BUNDLE__"), its NUL included.

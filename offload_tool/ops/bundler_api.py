@@ -143,32 +143,57 @@ def _handler_kind(files_type: str, reference) -> str:
     return bundle_handler(files_type, reference)
 
 
-def _maybe_decompress(buf, cfg: BundlerConfig, prefix: str = "Failed to decompress input: ", defer: bool = False):
-    """The input as the handlers see it: decompressed if it is a CCOB (hash always checked).
+_DECOMPRESS_INPUT = "Failed to decompress input: "
 
-    With `defer`, returns (data, info, finish): the MD5 is checked in the background and `finish()`
-    must be called (it raises on a mismatch) before any output is committed."""
-    from ..formats.ccob import decompress_deferred, is_compressed
+
+@contextlib.contextmanager
+def _decompression_errors(prefix: str = _DECOMPRESS_INPUT):
+    """LLVM's wording: a decompression failure is reported with `prefix` before the reason."""
+    try:
+        yield
+    except CompressionError as exc:
+        raise CompressionError(prefix + str(exc)) from None
+
+
+def _open_compressed(buf, cfg: BundlerConfig, what: str):
+    """A `ccob.Decompression` of `buf` if it is a CCOB, else None (said in verbose mode, as LLVM)."""
+    from ..formats.ccob import Decompression, is_compressed
 
     if not is_compressed(buf):
         if cfg.verbose and len(buf) >= 20:
             cfg.log("Uncompressed bundle.\n")
-        return (buf, None, lambda: None) if defer else (buf, None)
-    try:
-        data, info, finish = decompress_deferred(buf, verbose=cfg.verbose, log=cfg.log)
-    except CompressionError as exc:
-        raise CompressionError(prefix + str(exc)) from None
+        return None
+    with _decompression_errors():
+        return Decompression(buf, verbose=cfg.verbose, log=cfg.log, what=f"compressed bundle '{what}'")
 
-    def checked_finish() -> None:
-        try:
-            finish()
-        except CompressionError as exc:
-            raise CompressionError(prefix + str(exc)) from None
 
-    if defer:
-        return memoryview(data), info, checked_finish
-    checked_finish()
-    return memoryview(data), info
+def _maybe_decompress(buf, cfg: BundlerConfig, what: str = "input"):
+    """The input as the handlers see it: decompressed whole if it is a CCOB (hash always checked)."""
+    dec = _open_compressed(buf, cfg, what)
+    if dec is None:
+        return buf, None
+    with _decompression_errors():
+        return memoryview(dec.read_all()), dec.info
+
+
+_HEAD_START = 4096
+
+
+def _compressed_binary_head(dec) -> bytes | None:
+    """The decompressed header of the binary bundle inside `dec` (no payload bytes beyond the first
+    few KiB are decompressed), or None if it holds no binary bundle."""
+    from ..formats.bundle import binary_bundle_header_size
+
+    total = dec.info.uncompressed_size
+    with _decompression_errors():
+        head = dec.prefix(min(total, _HEAD_START))
+        if identify(head) is not FileKind.CLANG_BUNDLE:
+            return None
+        while True:
+            need = binary_bundle_header_size(head)
+            if need <= len(head) or len(head) >= total:
+                return head
+            head = dec.prefix(min(total, max(need, 2 * len(head))))
 
 
 def _read_entries(kind: str, buf, files_type: str) -> list[BundleEntry]:
@@ -325,8 +350,8 @@ def bundle(files_type: str, targets: list[str], inputs: list[str], output: str, 
 # --- reading ----------------------------------------------------------------------------------------
 
 
-def _read_any(buf, files_type: str | None, cfg: BundlerConfig) -> Bundle:
-    data, info = _maybe_decompress(buf, cfg)
+def _read_any(buf, files_type: str | None, cfg: BundlerConfig, what: str = "input") -> Bundle:
+    data, info = _maybe_decompress(buf, cfg, what)
     if files_type is None:
         if identify(data) is FileKind.CLANG_BUNDLE:
             kind, ftype = "binary", "bc"
@@ -355,7 +380,7 @@ def read_bundle(source: str | os.PathLike | bytes | bytearray | memoryview, file
     if isinstance(source, (bytes, bytearray, memoryview)):
         return _read_any(source, files_type, cfg)
     with open_input(source) as buf:
-        return _read_any(buf, files_type, cfg)
+        return _read_any(buf, files_type, cfg, os.fspath(source))
 
 
 @budget.metered
@@ -366,9 +391,23 @@ def list_bundle_ids(files_type: str, input: str | os.PathLike, *, llvm_order: bo
     cfg = bundler_config(verbose=verbose, env=env)
     _check_type(files_type)
     with open_input(input) as buf:
-        data, _ = _maybe_decompress(buf, cfg)
-        kind = _handler_kind(files_type, data)
-        entries = _read_entries(kind, data, files_type)
+        dec = _open_compressed(buf, cfg, os.fspath(input))
+        # Verbose runs decompress it all: they report the hash check, as LLVM does.
+        head = _compressed_binary_head(dec) if dec is not None and not cfg.verbose else None
+        if head is not None and _handler_kind(files_type, head) == "binary":
+            # Only the header is decompressed: the IDs are all -list needs.
+            from ..formats.bundle import read_binary_bundle_index
+
+            entries = [BundleEntry(i, b"", offset)
+                       for i, offset, _ in read_binary_bundle_index(head, dec.info.uncompressed_size)]
+            kind = "binary"
+        else:
+            data = buf
+            if dec is not None:
+                with _decompression_errors():
+                    data = memoryview(dec.read_all())
+            kind = _handler_kind(files_type, data)
+            entries = _read_entries(kind, data, files_type)
         if llvm_order:
             entries = _handler_order(kind, entries)
         return [e.bundle_entry_id for e in entries]
@@ -416,7 +455,7 @@ def unbundle(files_type: str, targets: list[str], input: str | os.PathLike, outp
     """`clang-offload-bundler -unbundle`: write each target's entry to its output (LLVM 19's matching,
     messages and empty-output rules). `-type=a` goes to archive unbundling. All outputs are
     written to temporary files and renamed only when every one is complete."""
-    from ..rules.bundle_id import parse_bundle_entry_id, validate_bundler_targets
+    from ..rules.bundle_id import validate_bundler_targets
 
     if len(outputs) != len(targets):
         raise UsageError("number of output files and targets should match in unbundling mode")
@@ -434,57 +473,114 @@ def unbundle(files_type: str, targets: list[str], input: str | os.PathLike, outp
         return
     cfg = bundler_config(verbose=verbose, env=env)
     _check_type(files_type)
+    # The StringMap worklist keeps one output per standardized target: the last given.
+    last_output = {t: o for t, o in zip(ids, outputs)}
+    unique_ids = list(dict.fromkeys(ids))
     with open_input_file(input) as source:
         raw = source.view
-        data, _, finish_decompression = _maybe_decompress(raw, cfg, defer=True)
-        try:
-            kind = _handler_kind(files_type, data)
-            entries = _handler_order(kind, _read_entries(kind, data, files_type))
-            # The StringMap worklist keeps one output per standardized target: the last given.
-            last_output = {t: o for t, o in zip(ids, outputs)}
-            unique_ids = list(dict.fromkeys(ids))
-            assigned, missing = plan_unbundle(entries, unique_ids, hip_openmp_compatible=hip_openmp_compatible)
-            if missing and not allow_missing_bundles:
-                raise BundleError(_can_t_find([unique_ids[n] for n in missing]))
-            contents: dict[str, object] = {}
-            if len(missing) == len(ids):
-                # Nothing matched (only reachable with -allow-missing-bundles): host gets the whole input.
-                for t in unique_ids:
-                    contents[last_output[t]] = data if parse_bundle_entry_id(t).is_host else b""
-            else:
-                found_host = any(parse_bundle_entry_id(e.bundle_entry_id).is_host for e in assigned.values())
-                host_requested = any(parse_bundle_entry_id(t).is_host for t in ids)
-                if not (found_host or not host_requested or allow_missing_bundles):
-                    raise BundleError("Can't find bundle for the host target")
-                for n, t in enumerate(unique_ids):
-                    contents[last_output[t]] = assigned[n].data if n in assigned else b""
-            if dry_run is not None:
-                if kind == "object" and any(parse_bundle_entry_id(e.bundle_entry_id).is_host
-                                            for e in assigned.values()):
-                    dry_run.remove_sections(os.fspath(input))
-                finish_decompression()
-                return
-            # File offsets of payloads that are slices of the (uncompressed) input.
-            offsets = {id(e.data): e.offset for e in assigned.values()
-                       if isinstance(e.data, memoryview) and kind != "object"}
-            offsets[id(data)] = 0
-            # Outputs named for duplicated targets but not kept by the worklist are not written (as LLVM).
-            with output_transaction() as outputs:
-                # Payloads still in the input file are copied by the kernel from their offsets.
-                src_fd = source.fd if data is raw else None
-                files = [(outputs.open(path), payload) for path, payload in contents.items()]
-                for f, payload in files:
-                    size = memoryview(payload).nbytes
-                    if not size:
-                        continue
-                    offset = offsets.get(id(payload))
-                    if src_fd is not None and offset is not None:
-                        _copy_file_range(src_fd, f, offset, size)
-                    else:
-                        f.write(payload)
-                finish_decompression()  # the MD5 check, overlapped with the writes; fails before any rename
-        except OffloadError:
-            finish_decompression()  # a failed hash check explains a damaged bundle best
-            raise
+        dec = _open_compressed(raw, cfg, os.fspath(input))
+        head = _compressed_binary_head(dec) if dec is not None else None
+        if head is not None and _handler_kind(files_type, head) == "binary":
+            _unbundle_streaming(dec, head, unique_ids, last_output, allow_missing_bundles, hip_openmp_compatible,
+                                dry_run=dry_run)
+            return
+        data = raw
+        if dec is not None:
+            with _decompression_errors():
+                data = memoryview(dec.read_all())
+        kind = _handler_kind(files_type, data)
+        entries = _handler_order(kind, _read_entries(kind, data, files_type))
+        contents = _unbundle_plan(entries, unique_ids, last_output, allow_missing_bundles, hip_openmp_compatible)
+        if dry_run is not None:
+            if kind == "object" and any(_is_host_entry(e) for e in contents.values()):
+                dry_run.remove_sections(os.fspath(input))
+            return
+        # File offsets of payloads that are slices of the (uncompressed) input.
+        offsets = {id(e): e.offset for e in entries if isinstance(e.data, memoryview) and kind != "object"}
+        # Outputs named for duplicated targets but not kept by the worklist are not written (as LLVM);
+        # all outputs appear together or none does.
+        with output_transaction() as txn:
+            # Payloads still in the input file are copied by the kernel from their offsets.
+            src_fd = source.fd if data is raw else None
+            files = [(txn.open(path), entry) for path, entry in contents.items()]
+            for f, entry in files:
+                if entry is None:
+                    continue
+                payload, offset = (data, 0) if entry is _WHOLE_INPUT else (entry.data, offsets.get(id(entry)))
+                size = memoryview(payload).nbytes
+                if not size:
+                    continue
+                if src_fd is not None and offset is not None:
+                    _copy_file_range(src_fd, f, offset, size)
+                else:
+                    f.write(payload)
         del data
 
+
+#: `_unbundle_plan`'s answer for the host output when no entry matched: the whole input.
+_WHOLE_INPUT = BundleEntry("", b"")
+
+
+def _unbundle_plan(entries: list[BundleEntry], unique_ids: list[str], last_output: dict[str, str],
+                   allow_missing_bundles: bool, hip_openmp_compatible: bool) -> dict[str, BundleEntry | None]:
+    """Output path -> the entry it receives (None: an empty file; `_WHOLE_INPUT`: the whole input),
+    with LLVM 19's errors for missing bundles."""
+    from ..rules.bundle_id import parse_bundle_entry_id
+
+    assigned, missing = plan_unbundle(entries, unique_ids, hip_openmp_compatible=hip_openmp_compatible)
+    if missing and not allow_missing_bundles:
+        raise BundleError(_can_t_find([unique_ids[n] for n in missing]))
+    contents: dict[str, BundleEntry | None] = {}
+    if len(missing) == len(unique_ids):
+        # Nothing matched (only reachable with -allow-missing-bundles): host gets the whole input.
+        for t in unique_ids:
+            contents[last_output[t]] = _WHOLE_INPUT if parse_bundle_entry_id(t).is_host else None
+        return contents
+    found_host = any(parse_bundle_entry_id(e.bundle_entry_id).is_host for e in assigned.values())
+    host_requested = any(parse_bundle_entry_id(t).is_host for t in unique_ids)
+    if not (found_host or not host_requested or allow_missing_bundles):
+        raise BundleError("Can't find bundle for the host target")
+    for n, t in enumerate(unique_ids):
+        contents[last_output[t]] = assigned.get(n)
+    return contents
+
+
+def _is_host_entry(entry) -> bool:
+    from ..rules.bundle_id import parse_bundle_entry_id
+
+    return entry is not None and entry is not _WHOLE_INPUT and parse_bundle_entry_id(entry.bundle_entry_id).is_host
+
+
+def _unbundle_streaming(dec, head: bytes, unique_ids: list[str], last_output: dict[str, str],
+                        allow_missing_bundles: bool, hip_openmp_compatible: bool, dry_run=None) -> None:
+    """Unbundle a compressed binary bundle in one pass: its header comes from a decompressed prefix,
+    then the payload is decompressed piece by piece (hashed alongside) and each piece's bytes go
+    straight to the outputs whose ranges it covers. No full-size buffer; the MD5 is checked after
+    the last piece, before any output is renamed into place."""
+    from ..formats.bundle import read_binary_bundle_index
+
+    total = dec.info.uncompressed_size
+    index = read_binary_bundle_index(head, total)
+    entries = [BundleEntry(i, b"", offset) for i, offset, _ in index]
+    sizes = {id(e): size for e, (_, _, size) in zip(entries, index)}
+    contents = _unbundle_plan(_handler_order("binary", entries), unique_ids, last_output, allow_missing_bundles,
+                              hip_openmp_compatible)
+    if dry_run is not None:
+        return  # no external command for a binary bundle; a dry run writes nothing
+    with output_transaction() as txn:
+        ranges = []
+        for path, entry in contents.items():
+            f = txn.open(path)
+            if entry is _WHOLE_INPUT:
+                ranges.append((f, 0, total))
+            elif entry is not None and sizes[id(entry)]:
+                ranges.append((f, entry.offset, entry.offset + sizes[id(entry)]))
+        pos = 0
+        with _decompression_errors():
+            for piece in dec.chunks():
+                end = pos + len(piece)
+                view = memoryview(piece)
+                for f, start, stop in ranges:
+                    if start < end and stop > pos:
+                        f.write(view[max(start, pos) - pos:min(stop, end) - pos])
+                pos = end

@@ -36,7 +36,7 @@ from ..rules import llvm_path
 from ..formats.archive import read_archive, write_archive
 from ..errors import BundleError, CompressionError, UsageError
 from ..fileio import open_input, output_transaction, sanitize_name
-from ..formats.magic import FileKind, bundle_handler, identify
+from ..formats.magic import CCOB_MAGIC, bundle_handler
 
 __all__ = ["unbundle_archive", "archive_member_entries", "device_member_name"]
 
@@ -94,17 +94,22 @@ def _stringmap_order(entries: list) -> list:
 
 def _entries(data, *, decompress: bool, where: str) -> list:
     """Bundle entries of one member in the order LLVM's handler yields them."""
-    from ..formats.bundle import read_binary_bundle
-    from ..formats.objbundle import read_object_bundle
+    from ..formats.bundle import BINARY_MAGIC, read_binary_bundle
 
-    if decompress and identify(data) is FileKind.COMPRESSED_BUNDLE:
+    head = bytes(data[:24])
+    if head == BINARY_MAGIC:
+        # The common member, a binary bundle: not an object file, so the binary handler reads it.
+        return _stringmap_order(read_binary_bundle(data))
+    if decompress and head[:4] == CCOB_MAGIC:
         from ..formats.ccob import decompress as ccob_decompress
 
         try:
-            data = memoryview(ccob_decompress(data)[0])
+            data = memoryview(ccob_decompress(data, what=f"compressed archive member {where}")[0])
         except CompressionError as exc:
             raise CompressionError(f"Failed to decompress code object: {exc} ({where})") from None
     if bundle_handler("a", data) == "object":
+        from ..formats.objbundle import read_object_bundle
+
         return read_object_bundle(data)
     return _stringmap_order(read_binary_bundle(data))
 

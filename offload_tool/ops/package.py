@@ -9,7 +9,7 @@ the current directory (LLVM would happily write `../../x`); a warning says when 
 from __future__ import annotations
 
 from contextlib import ExitStack
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from .. import budget
 from ..errors import UsageError
@@ -20,7 +20,9 @@ from ..formats.offload_binary import (DEFAULT_LLVM_VERSION, OffloadImage, image_
 from ..rules import llvm_path
 from ..rules.densemap import DenseMap
 from ..printable import printable
-from .extract import FoundImage, find_offload_images, why_no_images
+
+if TYPE_CHECKING:  # extract (ELF, COFF, bitcode readers) is imported only when unbundling
+    from .extract import FoundImage
 
 __all__ = ["parse_image_arguments", "write_package", "bundle_images", "unbundle_images", "generated_name",
            "Warnings"]
@@ -134,6 +136,8 @@ def unbundle_images(input_file: str, images: list[str], *, archive: bool = False
     files are written as one transaction: if writing one fails, none of them appears."""
     warn = warn or Warnings()
     with open_input(input_file) as buf:
+        from .extract import find_offload_images, why_no_images
+
         found = find_offload_images(buf, input_file, llvm_version=llvm_version)
         if not found and images:
             # LLVM extracts nothing and says nothing (exit 0, kept); a word says why.
