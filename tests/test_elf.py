@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from conftest import need_tool, run
 from offload_tool.formats import elf
+from offload_tool.rules.string_table import string_table
 from offload_tool.errors import ElfError, OffloadError
 
 C_SRC = r"""
@@ -205,7 +206,7 @@ def test_add_keeps_host_and_links(objs, tmp_path, name):
             assert a.size == b.size and bytes(a.data) == bytes(b.data)
     names = [s.name.encode() for s in secs[1:]]
     if elf.SHT_SYMTAB not in {s.sh_type for s in secs if s.link == _shstrndx(host)}:
-        assert bytes(secs[_shstrndx(host)].data) == elf.llvm_string_table(names)[0]
+        assert bytes(secs[_shstrndx(host)].data) == string_table(names)[0]
     tail = secs[len(orig):]
     assert [(s.name, s.sh_type, s.flags, s.align, bytes(s.data)) for s in tail] == \
            [(n.name, n.sh_type, n.flags, n.align, bytes(n.data)) for n in NEW]

@@ -12,8 +12,9 @@ from offload_tool.errors import OffloadBinaryError
 from offload_tool.formats.offload_binary import (
     ENTRY, HEADER, IMG_BITCODE, IMG_CUBIN, IMG_NONE, IMG_OBJECT, IMG_PTX, OffloadImage, image_kind_for_file,
     image_kind_name, llvm_path_extension, objdump_image_kind_name, offload_kind_name, offload_kind_value,
-    read_offload_binaries, read_offload_binary, string_table, write_offload_binary, write_offload_binary_to,
+    read_offload_binaries, read_offload_binary, write_offload_binary, write_offload_binary_to,
 )
+from offload_tool.rules.string_table import string_table
 
 
 def _img(strings=None, image=b"device code", **kw) -> OffloadImage:

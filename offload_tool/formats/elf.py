@@ -34,6 +34,7 @@ from collections import namedtuple
 from dataclasses import dataclass
 from typing import BinaryIO, Callable
 
+from ..rules.string_table import string_table
 from .. import budget
 from ..errors import ElfError
 from ..fileio import byte_view
@@ -682,25 +683,6 @@ def add_sections(buf, sections: list[NewSection], out: BinaryIO) -> None:
     _write(elf, out_secs, shstrndx, out)
 
 
-def llvm_string_table(strings) -> tuple[bytes, dict[bytes, int]]:
-    """An ELF string table as LLVM's `StringTableBuilder::finalize` lays it out (what llvm-objcopy
-    writes for every table it rebuilds): the strings sorted by their reversed bytes, largest first,
-    so that a string which ends another follows it and is stored as that string's tail; a leading
-    NUL; "" at offset 0.  Returns the table and each string's offset."""
-    offsets: dict[bytes, int] = {}
-    table = bytearray(b"\0")
-    previous = b""
-    for s in sorted(set(strings) - {b""}, key=lambda b: b[::-1], reverse=True):
-        if previous.endswith(s):
-            offsets[s] = len(table) - len(s) - 1
-            continue
-        offsets[s] = len(table)
-        table += s + b"\0"
-        previous = s
-    offsets[b""] = 0
-    return bytes(table), offsets
-
-
 def _string_at(table, offset: int, where: str) -> bytes:
     if offset >= len(table):
         raise ElfError(f"{where}: name offset {offset:#x} lies past its string table ({len(table)} bytes)")
@@ -710,7 +692,7 @@ def _string_at(table, offset: int, where: str) -> bytes:
 
 def _rebuild_string_tables(elf: _Elf, secs: list[_OutSection], shstrndx: int) -> None:
     """Rebuild the section name table, and the string table of each symbol table, in LLVM's layout
-    (`llvm_string_table`) and point every name at its new offset, as llvm-objcopy does when it writes
+    (`rules.string_table`) and point every name at its new offset, as llvm-objcopy does when it writes
     a relocatable object.  Only for ET_REL: linked images are edited in place."""
     fmt = "<I" if elf.order == ELFDATA2LSB else ">I"
     sym = Elf_Sym.struct(elf.cls, elf.order)
@@ -735,7 +717,7 @@ def _rebuild_string_tables(elf: _Elf, secs: list[_OutSection], shstrndx: int) ->
             names = [struct.unpack_from(fmt, data, k * sym.size)[0] for k in range(len(data) // sym.size)]
             symbols[i] = [_string_at(old, o, f"symbol {k} of section {i}") for k, o in enumerate(names)]
             strings += symbols[i]
-        new, offsets = llvm_string_table(strings)
+        new, offsets = string_table(strings)
         if section_names:
             for n, s in enumerate(secs[1:], 1):
                 s.name_offset = offsets[strings[n - 1]]

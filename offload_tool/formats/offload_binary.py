@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import BinaryIO, Mapping
 
+from ..rules.string_table import string_table
 from .. import budget
 from ..errors import OffloadBinaryError
 from ..rules import llvm_path
@@ -335,26 +336,6 @@ def _header_version(view, offset: int) -> int | None:
 
 def _encode(s: str | bytes) -> bytes:
     return s.encode("utf-8", "surrogateescape") if isinstance(s, str) else bytes(s)
-
-
-def string_table(strings: list[bytes]) -> tuple[bytes, dict[bytes, int]]:
-    """`StringTableBuilder(ELF)` with `finalize()` (tail merging): table bytes and offsets.
-
-    Distinct strings are laid out sorted descending by their reversed bytes; a string that is a
-    suffix of the previously stored one points into it; "" is offset 0 (the leading NUL)."""
-    distinct = sorted(set(strings), key=lambda s: s[::-1], reverse=True)
-    out = bytearray(b"\0")
-    offsets: dict[bytes, int] = {}
-    previous = b""
-    for s in distinct:
-        if previous.endswith(s):
-            offsets[s] = len(out) - len(s) - 1
-            continue
-        offsets[s] = len(out)
-        out += s + b"\0"
-        previous = s
-    offsets[b""] = 0
-    return bytes(out), offsets
 
 
 def _align(n: int) -> int:

@@ -28,7 +28,8 @@ from .. import budget
 from ..errors import OffloadBinaryError
 from ..fileio import byte_view
 from .layout import Layout, field_error
-from .offload_binary import (ALIGNMENT, ENTRY, MAGIC, OffloadImage, _check_u, _encode, _find_nul, string_table)
+from ..rules.string_table import string_table
+from .offload_binary import ALIGNMENT, ENTRY, MAGIC, OffloadImage, _check_u, _encode, _find_nul
 
 __all__ = ["VERSION_2", "HEADER_V2", "STRING_ENTRY_V2", "V2_LLVM_VERSION", "read_offload_binary_v2",
            "write_offload_binary_v2", "write_offload_binary_v2_to"]
