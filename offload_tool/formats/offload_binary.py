@@ -192,6 +192,22 @@ def _find_nul(buf, start: int, limit: int) -> int:
     return -1
 
 
+def nul_ends(buf, base: int, size: int, offsets, what: str) -> dict[int, int]:
+    """For each string offset into the table at `base` (`size` bytes), the position of the NUL that
+    ends it; offsets are visited in order so strings sharing one unterminated run cost one scan.
+    `what` begins the error for a string with no NUL inside the binary."""
+    ends: dict[int, int] = {}
+    prev_nul = -1
+    for off in sorted(offsets):
+        start = base + off
+        if start > prev_nul:
+            prev_nul = _find_nul(buf, start, base + size)
+            if prev_nul < 0:
+                raise OffloadBinaryError(f"{what} at {off:#x} is not NUL-terminated inside the binary")
+        ends[off] = prev_nul
+    return ends
+
+
 class _StringReader:
     """C strings at absolute offsets inside one binary, with bounded total work.
 
@@ -203,16 +219,7 @@ class _StringReader:
 
     def __init__(self, buf, base: int, size: int, offsets: set[int]) -> None:
         self.buf, self.base, self.size = buf, base, size
-        self.nul: dict[int, int] = {}
-        prev_nul = -1
-        for off in sorted(offsets):
-            start = base + off
-            if start > prev_nul:
-                prev_nul = _find_nul(buf, start, base + size)
-                if prev_nul < 0:
-                    raise OffloadBinaryError(
-                        f"offload binary at offset {base:#x}: string at {off:#x} is not NUL-terminated inside the binary")
-            self.nul[off] = prev_nul
+        self.nul = nul_ends(buf, base, size, offsets, f"offload binary at offset {base:#x}: string")
         self.cache: dict[int, str] = {}
         self.budget = 4 * size
 

@@ -29,7 +29,7 @@ from ..errors import OffloadBinaryError
 from ..fileio import byte_view
 from .layout import Layout, field_error
 from ..rules.string_table import string_table
-from .offload_binary import ALIGNMENT, ENTRY, MAGIC, OffloadImage, _check_u, _encode, _find_nul
+from .offload_binary import ALIGNMENT, ENTRY, MAGIC, OffloadImage, _check_u, _encode, nul_ends
 
 __all__ = ["VERSION_2", "HEADER_V2", "STRING_ENTRY_V2", "V2_LLVM_VERSION", "read_offload_binary_v2",
            "write_offload_binary_v2", "write_offload_binary_v2_to"]
@@ -61,16 +61,7 @@ class _Strings:
 
     def __init__(self, view, base: int, size: int, key_offsets: set[int], where: str) -> None:
         self.view, self.base, self.size, self.where = view, base, size, where
-        self.key_end: dict[int, int] = {}
-        prev_nul = -1
-        for off in sorted(key_offsets):
-            start = base + off
-            if start > prev_nul:
-                prev_nul = _find_nul(view, start, base + size)
-                if prev_nul < 0:
-                    raise OffloadBinaryError(
-                        f"{where}: key string at {off:#x} is not NUL-terminated inside the binary")
-            self.key_end[off] = prev_nul
+        self.key_end = nul_ends(view, base, size, key_offsets, f"{where}: key string")
         self.cache: dict[tuple[int, int], str] = {}
 
     def _decode(self, off: int, n: int) -> str:
