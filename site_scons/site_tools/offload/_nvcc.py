@@ -1,12 +1,13 @@
 """nvcc on the per-arch graph: a `.cu` source built with `OFFLOAD_CUDA_COMPILER='nvcc'` becomes
-the sub-steps nvcc itself runs, each its own node:
+the sub-steps nvcc itself runs, as nodes:
 
-    <stem>.cu --NVCC-FE-->  <stem>.cudafe1.cpp, <stem>.module_id   (host preprocess + cudafe++)
-    <stem>.cu --NVCC-PP-->  <stem>.compute_NN.cpp1.ii              (device preprocess, per arch)
-    .cpp1.ii + .module_id --NVCC-CICC--> <stem>.compute_NN.ptx     (cicc, per arch; + its stub)
-    .ptx --NVCC-PTXAS--> <stem>.sm_NN.cubin                       (ptxas, per SASS arch)
-    cubins + PTX --NVCC-FATBIN--> <stem>.fatbin.c                 (fatbinary)
-    .cudafe1.cpp + stub + .fatbin.c --NVCC-HOST--> <stem>.o        (host compile)
+    <stem>.cu --NVCC-PP host-->     <stem>.cpp4.ii                       (host preprocess, gcc -E)
+    .cpp4.ii --NVCC-FE-->           <stem>.cudafe1.cpp, <stem>.module_id  (cudafe++)
+    <stem>.cu --NVCC-PP compute_NN--> <stem>.compute_NN.cpp1.ii          (device preprocess, per arch)
+    .cpp1.ii + .module_id --NVCC-DEVICE compute_NN--> <stem>.compute_NN.ptx, <stem>.sm_NN.cubin
+                                                                         (cicc, then ptxas per SASS arch)
+    cubins + PTX --NVCC-FATBIN--> <stem>.fatbin.c                        (fatbinary)
+    .cudafe1.cpp + stub + .fatbin.c --NVCC-HOST--> <stem>.o               (host compile)
 
 The steps are not hard-coded: they come from `nvcc --dryrun` with the same flags and `-gencode`
 list (as sccache splits nvcc), read once per distinct command line. Each node's command is the
@@ -16,8 +17,8 @@ signature holds exactly the flags that step gets (a host-only flag change reruns
 object equals the one `nvcc -c` makes. A plan of another shape (another CUDA release, a flag
 that adds steps) falls back to the one-action compile with a one-line note.
 
-Adding an arch changes `__CUDA_ARCH_LIST__`, which every preprocess gets (CUB names its
-namespace after it): the preprocess steps of the other archs rerun, and their `cicc`/`ptxas`
+Adding an arch changes `__CUDA_ARCH_LIST__`, which every preprocess gets (CUB and Thrust name
+their namespaces after it): the cheap preprocess steps rerun, and `cudafe++`, `cicc` and `ptxas`
 rerun only when the preprocessed text changed (a source that uses the list)."""
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import sys
 from dataclasses import dataclass, field
 
 import SCons.Action
+import SCons.Scanner
 import SCons.Tool
 
 from ._builders import builder, stem
@@ -46,10 +48,10 @@ COMMANDS = {
 }
 
 COMSTRS = {
-    "OFFLOAD_NVCCFECOMSTR": "NVCC-FE ${SOURCE}",
-    "OFFLOAD_NVCCPPCOMSTR": "NVCC-PP ${_OFFLOAD_NVCC_VARCH} ${SOURCE}",
-    "OFFLOAD_NVCCCICCCOMSTR": "NVCC-CICC ${_OFFLOAD_NVCC_VARCH} ${SOURCE}",
-    "OFFLOAD_NVCCPTXASCOMSTR": "NVCC-PTXAS ${_OFFLOAD_NVCC_RARCH} ${SOURCE}",
+    "OFFLOAD_NVCCHOSTPPCOMSTR": "NVCC-PP host ${_OFFLOAD_NVCC_SRC}",
+    "OFFLOAD_NVCCFECOMSTR": "NVCC-FE ${_OFFLOAD_NVCC_SRC}",
+    "OFFLOAD_NVCCPPCOMSTR": "NVCC-PP ${_OFFLOAD_NVCC_VARCH} ${_OFFLOAD_NVCC_SRC}",
+    "OFFLOAD_NVCCDEVICECOMSTR": "NVCC-DEVICE ${_OFFLOAD_NVCC_VARCH} ${_OFFLOAD_NVCC_SRC}",
     "OFFLOAD_NVCCFATBINCOMSTR": "NVCC-FATBIN ${TARGET}",
     "OFFLOAD_NVCCHOSTCOMSTR": "NVCC-HOST ${TARGET}",
 }
@@ -230,28 +232,29 @@ def _beside(obj, suffix: str):
     return obj.dir.File(stem(obj) + suffix)
 
 
+def _host_pp_emitter(target, source, env):
+    return [_beside(target[0], ".cpp4.ii")], source
+
+
 def _fe_emitter(target, source, env):
     obj = target[0]
-    return [_beside(obj, ".cudafe1.cpp"), _beside(obj, ".module_id"), _beside(obj, ".cpp4.ii")], source
+    return [_beside(obj, ".cudafe1.cpp"), _beside(obj, ".module_id")], source
 
 
 def _pp_emitter(target, source, env):
     return [_beside(target[0], f".{env['_OFFLOAD_NVCC_VARCH']}.cpp1.ii")], source
 
 
-def _cicc_emitter(target, source, env):
+def _device_emitter(target, source, env):
     v = env["_OFFLOAD_NVCC_VARCH"]
     obj = target[0]
-    return [_beside(obj, f".{v}.ptx"), _beside(obj, f".{v}.cudafe1.c"), _beside(obj, f".{v}.cudafe1.stub.c"),
-            _beside(obj, f".{v}.cudafe1.gpu")], source
+    return ([_beside(obj, f".{v}.ptx"), _beside(obj, f".{v}.cudafe1.c"), _beside(obj, f".{v}.cudafe1.stub.c"),
+             _beside(obj, f".{v}.cudafe1.gpu")]
+            + [_beside(obj, _cubin_name(v, r)) for r in env["_OFFLOAD_NVCC_RARCHS"]]), source
 
 
 def _cubin_name(virtual: str, real: str) -> str:
     return f".{real}.cubin" if virtual.split("_")[1] == real.split("_")[1] else f".{virtual}.{real}.cubin"
-
-
-def _ptxas_emitter(target, source, env):
-    return [_beside(target[0], _cubin_name(env["_OFFLOAD_NVCC_VARCH"], env["_OFFLOAD_NVCC_RARCH"]))], source
 
 
 def _fatbin_emitter(target, source, env):
@@ -259,9 +262,9 @@ def _fatbin_emitter(target, source, env):
 
 
 def _host_emitter(target, source, env):
-    for t in target:
-        t.attributes.offload_lang = "cuda"
-    return target, source
+    obj = target[0]
+    obj.attributes.offload_lang = "cuda"
+    return [obj, _beside(obj, ".cudafe1.stub.c")], source
 
 
 # nvcc options that take a value as the next argument and mean nothing to clangd.
@@ -316,16 +319,22 @@ def _toolkit(nvcc: str, env) -> str:
 COMMANDS["_OFFLOAD_NVCCDB_FLAGS"] = clangd_flags
 
 
+# Sources of the steps after the front end are files nvcc's own steps wrote: their includes are
+# those steps' inputs already, so they are not scanned (a `.cudafe1.cpp` is a megabyte of
+# preprocessed text).
+_NOT_SCANNED = SCons.Scanner.ScannerBase(lambda node, env, path: [], "offload-nvcc-none")
+
+
 def builders() -> dict:
-    def b(comstr, emitter, **kw):
+    def b(comstr, emitter, scanner=_NOT_SCANNED):
         act = SCons.Action.Action("$_OFFLOAD_NVCCSTEPCOM", "$" + comstr, varlist=["_OFFLOAD_NVCC_ID"])
-        return builder(action=act, emitter=emitter, **kw)
+        return builder(action=act, emitter=emitter, source_scanner=scanner)
 
     return {
-        "_OffloadNvccFrontEnd": b("OFFLOAD_NVCCFECOMSTR", _fe_emitter, source_scanner=SCons.Tool.CScanner),
-        "_OffloadNvccPreprocess": b("OFFLOAD_NVCCPPCOMSTR", _pp_emitter, source_scanner=SCons.Tool.CScanner),
-        "_OffloadNvccCicc": b("OFFLOAD_NVCCCICCCOMSTR", _cicc_emitter),
-        "_OffloadNvccPtxas": b("OFFLOAD_NVCCPTXASCOMSTR", _ptxas_emitter),
+        "_OffloadNvccHostPreprocess": b("OFFLOAD_NVCCHOSTPPCOMSTR", _host_pp_emitter, SCons.Tool.CScanner),
+        "_OffloadNvccFrontEnd": b("OFFLOAD_NVCCFECOMSTR", _fe_emitter),
+        "_OffloadNvccPreprocess": b("OFFLOAD_NVCCPPCOMSTR", _pp_emitter, SCons.Tool.CScanner),
+        "_OffloadNvccDevice": b("OFFLOAD_NVCCDEVICECOMSTR", _device_emitter),
         "_OffloadNvccFatbinary": b("OFFLOAD_NVCCFATBINCOMSTR", _fatbin_emitter),
         "_OffloadNvccHost": b("OFFLOAD_NVCCHOSTCOMSTR", _host_emitter),
     }
@@ -362,10 +371,34 @@ def _command(step: Step, files: dict[str, str]) -> str:
     return " ".join(parts)
 
 
+def _intermediate_changed(node, target, prev_ni, repo_node=None) -> bool:
+    """Whether a file one of nvcc's steps wrote changed for the step reading it: its timestamp
+    first, its content only when the timestamp moved (SCons's 'content-timestamp'). With the
+    default 'content' decider SCons hashes every file younger than `max_drift` (two days) on each
+    run: a null build would read the megabytes of preprocessed text per source and arch again."""
+    return node.changed_timestamp_then_content(target, prev_ni, repo_node)
+
+
+def _intermediates(nodes) -> None:
+    for n in nodes:
+        n.Decider(_intermediate_changed)
+
+
+def _out(step: Step) -> str:
+    return step.argv[step.argv.index("-o") + 1]
+
+
 def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
-    """The nodes of one source's compile along nvcc's plan; the object node(s) returned. The
-    parts are on the object as `offload_parts` (host: the host compile, devices: {arch: cubin or
-    PTX}, package: the fat binary)."""
+    """The nodes of one source's compile along nvcc's plan; the object node returned. The parts
+    are on the object as `offload_parts` (host: the host compile, devices: {arch: cubin or
+    PTX}, package: the fat binary).
+
+    Nodes: the host preprocess (`gcc -E`, cheap) apart from `cudafe++` (costly), so a change of
+    `__CUDA_ARCH_LIST__` that leaves the preprocessed text alone stops there; per virtual arch
+    the device preprocess apart from `cicc` + `ptxas` (one node: nothing between them is shared
+    or reused), for the same reason. The stub `cudafe++` names for the host compile is
+    `<stem>.cudafe1.stub.c` whatever the archs (the host step copies the stub of the arch nvcc
+    would include there), so adding an arch does not change the front end's command."""
     penv = dict(plan.env)
     step_env = dict(senv["ENV"])
     for k in ("PATH", "LD_LIBRARY_PATH", "NVVMIR_LIBRARY_DIR", "CICC_PATH"):
@@ -378,44 +411,47 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
     fatbin_step = next(st for st in plan.steps if st.kind == "fatbin")
     host_step = next(st for st in plan.steps if st.kind == "host")
 
-    # Front end: host preprocess + cudafe++ (its stub name: the stub of the arch nvcc includes).
-    stub_name = f"{stem(fat)}.{plan.host_stub_arch}.cudafe1.stub.c"
+    # Front end: host preprocess, then cudafe++.
     fatbin_c_name = f"{stem(fat)}.fatbin.c"
-    pp_cmd = _command(host_pp, {host_pp.argv[host_pp.argv.index("-o") + 1]: "${TARGETS[2]}"})
-    fe_files = {fe_step.argv[-1]: "${TARGETS[2]}",
+    cmd = _command(host_pp, {_out(host_pp): "${TARGETS[0]}"})
+    hpp = env._OffloadNvccHostPreprocess(fat, s, _OFFLOAD_NVCC_STEP=cmd, **base)
+    fe_files = {fe_step.argv[-1]: "${SOURCES[0]}",
                 _opt(fe_step.argv, "--gen_c_file_name"): "${TARGETS[0]}",
                 _opt(fe_step.argv, "--module_id_file_name"): "${TARGETS[1]}",
-                os.path.basename(fe_step.stub): stub_name}
-    fe_cmd = _command(fe_step, fe_files)
-    fe = env._OffloadNvccFrontEnd(fat, s, _OFFLOAD_NVCC_STEP=f"{pp_cmd} && {fe_cmd}", **base)
-    node_of.update({"cudafe1.cpp": fe[0], "module_id": fe[1], "ii.host": fe[2]})
+                os.path.basename(fe_step.stub): f"{stem(fat)}.cudafe1.stub.c"}
+    fe = env._OffloadNvccFrontEnd(fat, hpp, _OFFLOAD_NVCC_STEP=_command(fe_step, fe_files), **base)
+    _intermediates([*hpp, *fe])
+    node_of.update({"cudafe1.cpp": fe[0], "module_id": fe[1]})
 
+    # Per virtual arch: preprocess, then cicc and the ptxas of each of its SASS archs.
     devices = {}
     for st in plan.steps:
         if st.kind == "pp":
-            cmd = _command(st, {st.argv[st.argv.index("-o") + 1]: "${TARGETS[0]}"})
-            node_of[f"ii.{st.virtual}"] = env._OffloadNvccPreprocess(fat, s, _OFFLOAD_NVCC_STEP=cmd,
-                                                                     _OFFLOAD_NVCC_VARCH=st.virtual, **base)[0]
+            cmd = _command(st, {_out(st): "${TARGETS[0]}"})
+            pp = env._OffloadNvccPreprocess(fat, s, _OFFLOAD_NVCC_STEP=cmd, _OFFLOAD_NVCC_VARCH=st.virtual, **base)
+            _intermediates(pp)
+            node_of[f"ii.{st.virtual}"] = pp[0]
         elif st.kind == "cicc":
             v = st.virtual
             files = {st.argv[st.argv.index("-o") - 1]: "${SOURCES[0]}",
                      _opt(st.argv, "--module_id_file_name"): "${SOURCES[1]}",
-                     st.argv[st.argv.index("-o") + 1]: "${TARGETS[0]}",
+                     _out(st): "${TARGETS[0]}",
                      _opt(st.argv, "--gen_c_file_name"): "${TARGETS[1]}",
                      _opt(st.argv, "--stub_file_name"): "${TARGETS[2]}",
                      _opt(st.argv, "--gen_device_file_name"): "${TARGETS[3]}",
                      os.path.basename(st.fatbin_c): fatbin_c_name}
-            cmd = _command(st, files)
-            made = env._OffloadNvccCicc(fat, [node_of[f"ii.{v}"], node_of["module_id"]],
-                                        _OFFLOAD_NVCC_STEP=cmd, _OFFLOAD_NVCC_VARCH=v, **base)
+            cmds = [_command(st, files)]
+            ptxas = [p for p in plan.steps if p.kind == "ptxas" and p.virtual == v]
+            for i, p in enumerate(ptxas):
+                cmds.append(_command(p, {_out(st): "${TARGETS[0]}", _out(p): f"${{TARGETS[{4 + i}]}}"}))
+            made = env._OffloadNvccDevice(fat, [node_of[f"ii.{v}"], node_of["module_id"]],
+                                          _OFFLOAD_NVCC_STEP=" && ".join(cmds), _OFFLOAD_NVCC_VARCH=v,
+                                          _OFFLOAD_NVCC_RARCHS=[p.real for p in ptxas], **base)
+            _intermediates(made)
             node_of.update({f"ptx.{v}": made[0], f"stub.{v}": made[2]})
-        elif st.kind == "ptxas":
-            src_tmp = [t for t in _TMP.findall(" ".join(st.argv)) if t != st.argv[st.argv.index("-o") + 1]][0]
-            cmd = _command(st, {src_tmp: "${SOURCES[0]}", st.argv[st.argv.index("-o") + 1]: "${TARGETS[0]}"})
-            made = env._OffloadNvccPtxas(fat, node_of[st.inputs[0]], _OFFLOAD_NVCC_STEP=cmd,
-                                         _OFFLOAD_NVCC_VARCH=st.virtual, _OFFLOAD_NVCC_RARCH=st.real, **base)
-            node_of[st.outputs[0]] = made[0]
-            devices[st.real] = made[0]
+            for i, p in enumerate(ptxas):
+                node_of[p.outputs[0]] = made[4 + i]
+                devices[p.real] = made[4 + i]
 
     images, files = [], {}
     for a in fatbin_step.argv:
@@ -428,22 +464,22 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
                 devices.setdefault(role.split(".", 1)[1], node_of[role])
     emb = next(a.split("=", 1)[1] for a in fatbin_step.argv if a.startswith("--embedded-fatbin="))
     files[emb] = "${TARGETS[0]}"
-    cmd = _command(fatbin_step, files)
-    fatbin = env._OffloadNvccFatbinary(fat, images, _OFFLOAD_NVCC_STEP=cmd, **base)
+    fatbin = env._OffloadNvccFatbinary(fat, images, _OFFLOAD_NVCC_STEP=_command(fatbin_step, files), **base)
+    _intermediates(fatbin)
 
+    # Host compile: the stub nvcc would include copied to the name cudafe++ wrote into the
+    # .cudafe1.cpp, then nvcc's host compile of it (the stub includes the .fatbin.c).
     hfiles = {host_step.argv[host_step.argv.index("-o") - 1]: "${SOURCES[0]}"}
-    cmd = _command(host_step, hfiles)
+    cmd = "cp -f ${SOURCES[1]} ${TARGETS[1]} && " + _command(host_step, hfiles)
     made = env._OffloadNvccHost(fat, [node_of["cudafe1.cpp"], node_of[f"stub.{plan.host_stub_arch}"], fatbin[0]],
                                 _OFFLOAD_NVCC_STEP=cmd, **base)
-    for n in made:
-        n.attributes.offload_parts = {"host": n, "devices": devices, "package": fatbin[0]}
-    return made
+    obj = made[0]
+    obj.attributes.offload_parts = {"host": obj, "devices": devices, "package": fatbin[0]}
+    return [obj]
 
 
 def _role_of(plan: Plan, tmp: str) -> str:
     for st in plan.steps:
-        if st.kind == "ptxas" and st.argv[st.argv.index("-o") + 1] == tmp:
-            return st.outputs[0]
-        if st.kind == "cicc" and st.argv[st.argv.index("-o") + 1] == tmp:
+        if st.kind in ("ptxas", "cicc") and _out(st) == tmp:
             return st.outputs[0]
     raise KeyError(tmp)
