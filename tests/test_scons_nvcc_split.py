@@ -107,12 +107,35 @@ def test_adding_an_arch_runs_only_its_device_work(tmp_path):
     p = _project(tmp_path / "p")
     p.scons("archs=sm_80,sm_90")
     c = _steps(p.scons("archs=sm_80,sm_90,sm_86"))
-    assert _device_work(c) == {"NVCC-DEVICE compute_86": 2}, c
-    assert (c["NVCC-FATBIN"], c["NVCC-HOST"], c["LINK"]) == (2, 2, 1), c
-    # The other archs' preprocess and the host preprocess rerun (__CUDA_ARCH_LIST__ changed);
-    # their text is the same, so cudafe++ does not.
-    assert c["NVCC-PP compute_80"] == 2 and c["NVCC-PP host"] == 2 and c["NVCC-FE"] == 0, c
+    # Neither source names __CUDA_ARCH_LIST__: nothing of the other archs reruns, not even their
+    # preprocess, nor the front end.
+    assert c == {"NVCC-PP compute_86": 2, "NVCC-DEVICE compute_86": 2, "NVCC-FATBIN": 2, "NVCC-HOST": 2,
+                 "LINK": 1}, c
     assert _run(p) in ("saxpy host 8\n", "saxpy gpu 8\n")
+
+
+# A kernel whose text depends on the arch list (as CUB's and Thrust's namespace names do).
+SCALE_USING_LIST = """
+__global__ void twice(float *x) { const int archs[] = {__CUDA_ARCH_LIST__}; x[threadIdx.x] *= archs[0] / 400; }
+void scale_on_host(float *x, int n) { for (int i = 0; i < n; ++i) x[i] *= 2; }
+"""
+
+
+def test_a_source_naming_the_arch_list_reruns_its_archs_when_the_list_changes(tmp_path):
+    p = _project(tmp_path / "p")
+    p.write("src/scale.cu", SCALE_USING_LIST)
+    p.scons("archs=sm_80,sm_90")
+    assert (p.root / "src/scale.compute_80.archlist").read_text() == "800,900\n"
+    assert (p.root / "src/saxpy.compute_80.archlist").read_text() == ""
+    c = _steps(p.scons("archs=sm_80,sm_90,sm_86"))
+    # scale.cu: every preprocess, and the device work its changed text needs; saxpy.cu: the new arch.
+    assert _device_work(c) == {"NVCC-DEVICE compute_80": 1, "NVCC-DEVICE compute_90": 1,
+                               "NVCC-DEVICE compute_86": 2}, c
+    assert (c["NVCC-PP compute_80"], c["NVCC-PP host"], c["NVCC-FE"]) == (1, 1, 1), c
+    assert p.up_to_date("archs=sm_80,sm_90,sm_86")
+    split = _inspect(p.root / "src/scale.o")
+    p.scons("archs=sm_80,sm_90,sm_86", "split=0")
+    assert _inspect(p.root / "src/scale.o") == split
 
 
 def test_removing_an_arch_runs_no_device_work(tmp_path):

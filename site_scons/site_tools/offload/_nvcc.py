@@ -233,7 +233,7 @@ def _beside(obj, suffix: str):
 
 
 def _host_pp_emitter(target, source, env):
-    return [_beside(target[0], ".cpp4.ii")], source
+    return [_beside(target[0], ".cpp4.ii"), _beside(target[0], ".cpp4.archlist")], source
 
 
 def _fe_emitter(target, source, env):
@@ -242,7 +242,8 @@ def _fe_emitter(target, source, env):
 
 
 def _pp_emitter(target, source, env):
-    return [_beside(target[0], f".{env['_OFFLOAD_NVCC_VARCH']}.cpp1.ii")], source
+    v = env["_OFFLOAD_NVCC_VARCH"]
+    return [_beside(target[0], f".{v}.cpp1.ii"), _beside(target[0], f".{v}.archlist")], source
 
 
 def _device_emitter(target, source, env):
@@ -325,15 +326,31 @@ COMMANDS["_OFFLOAD_NVCCDB_FLAGS"] = clangd_flags
 _NOT_SCANNED = SCons.Scanner.ScannerBase(lambda node, env, path: [], "offload-nvcc-none")
 
 
+class _StepAction(SCons.Action.CommandAction):
+    """One of nvcc's steps. Its signature is the step's command as the plan gives it (file names
+    as placeholders, `__CUDA_ARCH_LIST__` left out) plus nvcc's identity, computed once when the
+    node is made (`_OFFLOAD_NVCC_STEPSIG`) rather than substituted per node on every run: a
+    source has ten such nodes, and a null build signs them all."""
+
+    def get_contents(self, target, source, env):
+        return env["_OFFLOAD_NVCC_STEPSIG"].encode()
+
+
+def _step_signature(cmd: str, nvcc_id: str) -> str:
+    return re.sub(r"\$\(.*?\$\)", "", cmd) + "\0" + nvcc_id
+
+
 def builders() -> dict:
-    def b(comstr, emitter, scanner=_NOT_SCANNED):
-        act = SCons.Action.Action("$_OFFLOAD_NVCCSTEPCOM", "$" + comstr, varlist=["_OFFLOAD_NVCC_ID"])
+    def b(comstr, emitter, scanner=_NOT_SCANNED, record=False):
+        act = _StepAction("$_OFFLOAD_NVCCSTEPCOM", cmdstr="$" + comstr)
+        if record:
+            act = SCons.Action.ListAction([act, SCons.Action.Action(_record_arch_list_use, None)])
         return builder(action=act, emitter=emitter, source_scanner=scanner)
 
     return {
-        "_OffloadNvccHostPreprocess": b("OFFLOAD_NVCCHOSTPPCOMSTR", _host_pp_emitter, SCons.Tool.CScanner),
+        "_OffloadNvccHostPreprocess": b("OFFLOAD_NVCCHOSTPPCOMSTR", _host_pp_emitter, SCons.Tool.CScanner, True),
         "_OffloadNvccFrontEnd": b("OFFLOAD_NVCCFECOMSTR", _fe_emitter),
-        "_OffloadNvccPreprocess": b("OFFLOAD_NVCCPPCOMSTR", _pp_emitter, SCons.Tool.CScanner),
+        "_OffloadNvccPreprocess": b("OFFLOAD_NVCCPPCOMSTR", _pp_emitter, SCons.Tool.CScanner, True),
         "_OffloadNvccDevice": b("OFFLOAD_NVCCDEVICECOMSTR", _device_emitter),
         "_OffloadNvccFatbinary": b("OFFLOAD_NVCCFATBINCOMSTR", _fatbin_emitter),
         "_OffloadNvccHost": b("OFFLOAD_NVCCHOSTCOMSTR", _host_emitter),
@@ -361,6 +378,8 @@ def _command(step: Step, files: dict[str, str]) -> str:
             a = "$_OFFLOAD_NVCC_SRCABS" if prev == "--orig_src_path_name" else "$_OFFLOAD_NVCC_SRC"
         elif a == _PLAN_OUT:
             a = "${TARGETS[0]}"
+        elif a.startswith(_ARCH_LIST_DEF):
+            a = f"$( {shlex.quote(a)} $)"     # in the signature only where used (see `_arch_list_use`)
         else:
             a = a.replace("$", "$$")
             for tmp, name in files.items():
@@ -369,6 +388,67 @@ def _command(step: Step, files: dict[str, str]) -> str:
         parts.append(a)
         prev = raw
     return " ".join(parts)
+
+
+# --------------------------------------------------------------------------------------------
+# `__CUDA_ARCH_LIST__`: nvcc defines it for every preprocess as the whole arch list. A
+# preprocessed text depends on it only where some file it read names it (CUB and Thrust put it
+# in their namespace names); for the others, adding or removing an arch cannot change the text.
+# So the macro is outside the preprocess steps' signatures, and each preprocess records beside
+# its output the list it used, or nothing when no file it read (nor another option) names the
+# macro; when the recorded list is not the current one, the step reruns (`AlwaysBuild`). A
+# file that builds the name by token pasting is not seen.
+
+_ARCH_LIST_DEF = "-D__CUDA_ARCH_LIST__="
+_LINE_MARKER = re.compile(rb'^# \d+ "((?:[^"\\]|\\.)*)"', re.M)
+_names_list: dict[tuple[str, int, int], bool] = {}
+
+
+def _file_names_list(path: str) -> bool:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return True        # not readable: assume it does
+    key = (path, st.st_mtime_ns, st.st_size)
+    if key not in _names_list:
+        try:
+            with open(path, "rb") as f:
+                _names_list[key] = b"__CUDA_ARCH_LIST__" in f.read()
+        except OSError:
+            _names_list[key] = True
+    return _names_list[key]
+
+
+def _arch_list_use(ii_path: str, command: str) -> bool:
+    """Whether the text preprocessed into `ii_path` may depend on `__CUDA_ARCH_LIST__`: a file
+    it read (every file gcc entered has a line marker) or another option names the macro."""
+    others = " ".join(a for a in command.split() if not a.startswith(_ARCH_LIST_DEF))
+    if "__CUDA_ARCH_LIST__" in others:
+        return True
+    with open(ii_path, "rb") as f:
+        text = f.read()
+    files = {re.sub(r"\\(.)", r"\1", m.decode("utf-8", "surrogateescape")) for m in _LINE_MARKER.findall(text)}
+    return any(_file_names_list(f) for f in files if not f.startswith("<"))
+
+
+def _record_arch_list_use(target, source, env):
+    """Second half of a preprocess action: the list it used, or an empty record."""
+    cmd = env.subst("$_OFFLOAD_NVCC_STEP", target=target, source=source)
+    used = _arch_list_use(target[0].get_abspath(), cmd)
+    with open(target[1].get_abspath(), "w") as f:
+        f.write(env["_OFFLOAD_NVCC_ARCHLIST"] + "\n" if used else "")
+    return 0
+
+
+def _rerun_if_list_used(env, pp, arch_list: str) -> None:
+    """Rerun the preprocess `pp` when its record holds another arch list than `arch_list`."""
+    try:
+        with open(pp[1].get_abspath()) as f:
+            recorded = f.read().strip()
+    except OSError:
+        return             # not built yet (its output is missing, so it runs)
+    if recorded and recorded != arch_list:
+        env.AlwaysBuild(pp)
 
 
 def _intermediate_changed(node, target, prev_ni, repo_node=None) -> bool:
@@ -405,6 +485,10 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
         if k in penv:
             step_env[k] = penv[k]
     base = dict(o, ENV=step_env, _OFFLOAD_NVCC_SRC=s.get_path(), _OFFLOAD_NVCC_SRCABS=s.srcnode().get_abspath())
+    nvcc_id = senv.subst("$_OFFLOAD_NVCC_ID")
+
+    def step(b, sources, cmd: str, **kw):
+        return b(fat, sources, _OFFLOAD_NVCC_STEP=cmd, _OFFLOAD_NVCC_STEPSIG=_step_signature(cmd, nvcc_id), **kw, **base)
     node_of: dict[str, object] = {}  # role -> node
     fe_step = next(st for st in plan.steps if st.kind == "fe")
     host_pp = next(st for st in plan.steps if st.kind == "host_pp")
@@ -414,12 +498,15 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
     # Front end: host preprocess, then cudafe++.
     fatbin_c_name = f"{stem(fat)}.fatbin.c"
     cmd = _command(host_pp, {_out(host_pp): "${TARGETS[0]}"})
-    hpp = env._OffloadNvccHostPreprocess(fat, s, _OFFLOAD_NVCC_STEP=cmd, **base)
+    arch_list = next((a[len(_ARCH_LIST_DEF):] for a in host_pp.argv if a.startswith(_ARCH_LIST_DEF)), "")
+    base["_OFFLOAD_NVCC_ARCHLIST"] = arch_list
+    hpp = step(env._OffloadNvccHostPreprocess, s, cmd)
+    _rerun_if_list_used(env, hpp, arch_list)
     fe_files = {fe_step.argv[-1]: "${SOURCES[0]}",
                 _opt(fe_step.argv, "--gen_c_file_name"): "${TARGETS[0]}",
                 _opt(fe_step.argv, "--module_id_file_name"): "${TARGETS[1]}",
                 os.path.basename(fe_step.stub): f"{stem(fat)}.cudafe1.stub.c"}
-    fe = env._OffloadNvccFrontEnd(fat, hpp, _OFFLOAD_NVCC_STEP=_command(fe_step, fe_files), **base)
+    fe = step(env._OffloadNvccFrontEnd, hpp[0], _command(fe_step, fe_files))
     _intermediates([*hpp, *fe])
     node_of.update({"cudafe1.cpp": fe[0], "module_id": fe[1]})
 
@@ -428,7 +515,8 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
     for st in plan.steps:
         if st.kind == "pp":
             cmd = _command(st, {_out(st): "${TARGETS[0]}"})
-            pp = env._OffloadNvccPreprocess(fat, s, _OFFLOAD_NVCC_STEP=cmd, _OFFLOAD_NVCC_VARCH=st.virtual, **base)
+            pp = step(env._OffloadNvccPreprocess, s, cmd, _OFFLOAD_NVCC_VARCH=st.virtual)
+            _rerun_if_list_used(env, pp, arch_list)
             _intermediates(pp)
             node_of[f"ii.{st.virtual}"] = pp[0]
         elif st.kind == "cicc":
@@ -444,9 +532,8 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
             ptxas = [p for p in plan.steps if p.kind == "ptxas" and p.virtual == v]
             for i, p in enumerate(ptxas):
                 cmds.append(_command(p, {_out(st): "${TARGETS[0]}", _out(p): f"${{TARGETS[{4 + i}]}}"}))
-            made = env._OffloadNvccDevice(fat, [node_of[f"ii.{v}"], node_of["module_id"]],
-                                          _OFFLOAD_NVCC_STEP=" && ".join(cmds), _OFFLOAD_NVCC_VARCH=v,
-                                          _OFFLOAD_NVCC_RARCHS=[p.real for p in ptxas], **base)
+            made = step(env._OffloadNvccDevice, [node_of[f"ii.{v}"], node_of["module_id"]], " && ".join(cmds),
+                        _OFFLOAD_NVCC_VARCH=v, _OFFLOAD_NVCC_RARCHS=[p.real for p in ptxas])
             _intermediates(made)
             node_of.update({f"ptx.{v}": made[0], f"stub.{v}": made[2]})
             for i, p in enumerate(ptxas):
@@ -464,15 +551,14 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
                 devices.setdefault(role.split(".", 1)[1], node_of[role])
     emb = next(a.split("=", 1)[1] for a in fatbin_step.argv if a.startswith("--embedded-fatbin="))
     files[emb] = "${TARGETS[0]}"
-    fatbin = env._OffloadNvccFatbinary(fat, images, _OFFLOAD_NVCC_STEP=_command(fatbin_step, files), **base)
+    fatbin = step(env._OffloadNvccFatbinary, images, _command(fatbin_step, files))
     _intermediates(fatbin)
 
     # Host compile: the stub nvcc would include copied to the name cudafe++ wrote into the
     # .cudafe1.cpp, then nvcc's host compile of it (the stub includes the .fatbin.c).
     hfiles = {host_step.argv[host_step.argv.index("-o") - 1]: "${SOURCES[0]}"}
     cmd = "cp -f ${SOURCES[1]} ${TARGETS[1]} && " + _command(host_step, hfiles)
-    made = env._OffloadNvccHost(fat, [node_of["cudafe1.cpp"], node_of[f"stub.{plan.host_stub_arch}"], fatbin[0]],
-                                _OFFLOAD_NVCC_STEP=cmd, **base)
+    made = step(env._OffloadNvccHost, [node_of["cudafe1.cpp"], node_of[f"stub.{plan.host_stub_arch}"], fatbin[0]], cmd)
     obj = made[0]
     obj.attributes.offload_parts = {"host": obj, "devices": devices, "package": fatbin[0]}
     return [obj]
