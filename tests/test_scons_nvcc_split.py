@@ -238,3 +238,28 @@ def test_compile_commands_has_one_clang_cuda_entry_per_source(tmp_path):
     assert cmd[4:6] == ["--cuda-gpu-arch=sm_80", "--cuda-gpu-arch=sm_90"]
     assert {"-Wall", "-Wextra", "-DFOO=1", "-O2"} <= set(cmd)
     assert not [f for f in cmd if f.startswith(("-gencode", "arch=", "-rdc", "--expt", "-Xcompiler"))], cmd
+
+
+def test_ptx_only_entry_embeds_ptx_and_no_sass(tmp_path):
+    """`compute_90` in OFFLOAD_ARCHS: `-gencode arch=compute_90,code=compute_90`, PTX for JIT and no
+    SASS for that arch, the same as one `nvcc -c`; one device node (cicc, no ptxas) for it."""
+    p = _project(tmp_path / "p")
+    c = _steps(p.scons("archs=sm_80,compute_90"))
+    assert _device_work(c) == {"NVCC-DEVICE compute_80": 2, "NVCC-DEVICE compute_90": 2}, c
+    assert not list(p.root.glob("src/*sm_90*.cubin"))
+    split = _inspect(p.root / "src/saxpy.o")
+    assert {(a, k) for a, k, _ in split} == {("sm_80", "cubin"), ("sm_90", "ptx")}, split
+    assert _run(p) in ("saxpy host 8\n", "saxpy gpu 8\n")
+    p.scons("archs=sm_80,compute_90", "split=0")
+    assert _inspect(p.root / "src/saxpy.o") == split
+
+
+def test_ptx_only_entry_is_refused_for_clang(tmp_path):
+    need_tool("clang-19")
+    p = Project(tmp_path / "p")
+    p.write("SConstruct", SCONSTRUCT.replace("OFFLOAD_CUDA_COMPILER='nvcc'", "OFFLOAD_CUDA_COMPILER='clang'"))
+    p.write("src/saxpy.cu", SAXPY)
+    p.write("src/scale.cu", SCALE)
+    cp = p.scons("archs=sm_80,compute_90", check=False)
+    assert cp.returncode != 0
+    assert "'compute_90' (PTX only) is for CUDA built with nvcc" in cp.stdout + cp.stderr

@@ -149,6 +149,13 @@ def parse(text: str) -> Plan:
                             out(_opt(argv, "--stub_file_name"), f"stub.{v}"),
                             out(_opt(argv, "--gen_device_file_name"), f"gpu.{v}")]
             step.fatbin_c = _opt(argv, "--include_file_name")
+        elif base == "ptxas" and "-o" not in argv:
+            # PTX only (`code=compute_NN`): nvcc assembles the PTX to check it, keeping nothing.
+            if len(tmps) != 1:
+                raise _Shape("a ptxas check without one input")
+            step.kind = "ptxas_check"
+            step.inputs = [inp(tmps[0])]
+            step.virtual = step.inputs[0].split(".", 1)[1]
         elif base == "ptxas":
             real = next((a.split("=", 1)[1] for a in argv if a.startswith("-arch=")))
             src = [t for t in tmps if t != argv[argv.index("-o") + 1]]
@@ -280,7 +287,8 @@ def clangd_flags(target, source, env, for_signature) -> str:
     kept; nvcc-only options such as `-gencode`, `-rdc`, `--expt-*`, `-lineinfo` dropped)."""
     top = _toolkit(env.subst("$OFFLOAD_NVCC"), env)
     out = ["--cuda-path=" + top] if top else []
-    out.extend(f"--cuda-gpu-arch={a}" for a in env.get("_OFFLOAD_NVCC_ARCHS") or [])
+    archs = ["sm_" + a.split("_", 1)[1] for a in env.get("_OFFLOAD_NVCC_ARCHS") or []]   # compute_NN: its sm_NN
+    out.extend(f"--cuda-gpu-arch={a}" for a in dict.fromkeys(archs))
     flags = env.subst("$OFFLOAD_NVCCFLAGS", target=target, source=source).split()
     i = 0
     while i < len(flags):
@@ -532,6 +540,8 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
             ptxas = [p for p in plan.steps if p.kind == "ptxas" and p.virtual == v]
             for i, p in enumerate(ptxas):
                 cmds.append(_command(p, {_out(st): "${TARGETS[0]}", _out(p): f"${{TARGETS[{4 + i}]}}"}))
+            cmds.extend(_command(p, {_out(st): "${TARGETS[0]}"}) for p in plan.steps
+                        if p.kind == "ptxas_check" and p.virtual == v)
             made = step(env._OffloadNvccDevice, [node_of[f"ii.{v}"], node_of["module_id"]], " && ".join(cmds),
                         _OFFLOAD_NVCC_VARCH=v, _OFFLOAD_NVCC_RARCHS=[p.real for p in ptxas])
             _intermediates(made)
