@@ -4,8 +4,8 @@
 Generates a CUDA project of N `.cu` sources (default 50) built with nvcc for M archs (default
 sm_80,sm_86,sm_90) twice, in one run:
   - "split": `OFFLOAD_CUDA_COMPILER='nvcc'` with `OFFLOAD_NVCC_SPLIT=True` (nvcc's own steps as
-    nodes: host preprocess, cudafe++, per virtual arch a preprocess and cicc + ptxas, fatbinary,
-    host compile);
+    nodes: front end (host preprocess + cudafe++), per virtual arch a preprocess and cicc + ptxas,
+    fatbinary, host compile);
   - "usual": one `nvcc -c` per source with a `-gencode` per arch (`OFFLOAD_NVCC_SPLIT=False`,
     what CMake and Meson do).
 and measures, for each, at -jJOBS: the full build, the null build, the rebuild after adding one
@@ -61,7 +61,7 @@ env = Environment(tools=['default', 'offload'], ENV={{'PATH': os.environ['PATH']
 env.OffloadProgram('app', Glob('src/*.cu'))
 """
 
-_STEP = re.compile(r"^(NVCC-PP host|NVCC-FE|NVCC-PP|NVCC-DEVICE|NVCC-FATBIN|NVCC-HOST|NVCC|LINK)\b")
+_STEP = re.compile(r"^(NVCC-FE|NVCC-PP|NVCC-DEVICE|NVCC-FATBIN|NVCC-HOST|NVCC|LINK)\b")
 
 
 def generate(root: Path, n: int, split: bool) -> None:

@@ -1,8 +1,7 @@
 """nvcc on the per-arch graph: a `.cu` source built with `OFFLOAD_CUDA_COMPILER='nvcc'` becomes
 the sub-steps nvcc itself runs, as nodes:
 
-    <stem>.cu --NVCC-PP host-->     <stem>.cpp4.ii                       (host preprocess, gcc -E)
-    .cpp4.ii --NVCC-FE-->           <stem>.cudafe1.cpp, <stem>.module_id  (cudafe++)
+    <stem>.cu --NVCC-FE-->          <stem>.cudafe1.cpp, <stem>.module_id  (gcc -E, then cudafe++)
     <stem>.cu --NVCC-PP compute_NN--> <stem>.compute_NN.cpp1.ii          (device preprocess, per arch)
     .cpp1.ii + .module_id --NVCC-DEVICE compute_NN--> <stem>.compute_NN.ptx, <stem>.sm_NN.cubin
                                                                          (cicc, then ptxas per SASS arch)
@@ -17,9 +16,9 @@ signature holds exactly the flags that step gets (a host-only flag change reruns
 object equals the one `nvcc -c` makes. A plan of another shape (another CUDA release, a flag
 that adds steps) falls back to the one-action compile with a one-line note.
 
-Adding an arch changes `__CUDA_ARCH_LIST__`, which every preprocess gets (CUB and Thrust name
-their namespaces after it): the cheap preprocess steps rerun, and `cudafe++`, `cicc` and `ptxas`
-rerun only when the preprocessed text changed (a source that uses the list)."""
+Adding an arch changes `__CUDA_ARCH_LIST__`, which every preprocess gets; only a text whose
+files name it depends on it (CUB and Thrust put it in their namespace names), so each preprocess
+records whether it did (see `_arch_list_use`) and reruns on a list change only then."""
 
 from __future__ import annotations
 
@@ -48,7 +47,6 @@ COMMANDS = {
 }
 
 COMSTRS = {
-    "OFFLOAD_NVCCHOSTPPCOMSTR": "NVCC-PP host ${_OFFLOAD_NVCC_SRC}",
     "OFFLOAD_NVCCFECOMSTR": "NVCC-FE ${_OFFLOAD_NVCC_SRC}",
     "OFFLOAD_NVCCPPCOMSTR": "NVCC-PP ${_OFFLOAD_NVCC_VARCH} ${_OFFLOAD_NVCC_SRC}",
     "OFFLOAD_NVCCDEVICECOMSTR": "NVCC-DEVICE ${_OFFLOAD_NVCC_VARCH} ${_OFFLOAD_NVCC_SRC}",
@@ -239,13 +237,9 @@ def _beside(obj, suffix: str):
     return obj.dir.File(stem(obj) + suffix)
 
 
-def _host_pp_emitter(target, source, env):
-    return [_beside(target[0], ".cpp4.ii"), _beside(target[0], ".cpp4.archlist")], source
-
-
 def _fe_emitter(target, source, env):
     obj = target[0]
-    return [_beside(obj, ".cudafe1.cpp"), _beside(obj, ".module_id")], source
+    return [_beside(obj, ".cudafe1.cpp"), _beside(obj, ".module_id"), _beside(obj, ".cpp4.archlist")], source
 
 
 def _pp_emitter(target, source, env):
@@ -256,8 +250,7 @@ def _pp_emitter(target, source, env):
 def _device_emitter(target, source, env):
     v = env["_OFFLOAD_NVCC_VARCH"]
     obj = target[0]
-    return ([_beside(obj, f".{v}.ptx"), _beside(obj, f".{v}.cudafe1.c"), _beside(obj, f".{v}.cudafe1.stub.c"),
-             _beside(obj, f".{v}.cudafe1.gpu")]
+    return ([_beside(obj, f".{v}.ptx"), _beside(obj, f".{v}.cudafe1.stub.c")]
             + [_beside(obj, _cubin_name(v, r)) for r in env["_OFFLOAD_NVCC_RARCHS"]]), source
 
 
@@ -338,7 +331,7 @@ class _StepAction(SCons.Action.CommandAction):
     """One of nvcc's steps. Its signature is the step's command as the plan gives it (file names
     as placeholders, `__CUDA_ARCH_LIST__` left out) plus nvcc's identity, computed once when the
     node is made (`_OFFLOAD_NVCC_STEPSIG`) rather than substituted per node on every run: a
-    source has ten such nodes, and a null build signs them all."""
+    source has two such nodes per arch and three more, and a null build signs them all."""
 
     def get_contents(self, target, source, env):
         return env["_OFFLOAD_NVCC_STEPSIG"].encode()
@@ -356,8 +349,7 @@ def builders() -> dict:
         return builder(action=act, emitter=emitter, source_scanner=scanner)
 
     return {
-        "_OffloadNvccHostPreprocess": b("OFFLOAD_NVCCHOSTPPCOMSTR", _host_pp_emitter, SCons.Tool.CScanner, True),
-        "_OffloadNvccFrontEnd": b("OFFLOAD_NVCCFECOMSTR", _fe_emitter),
+        "_OffloadNvccFrontEnd": b("OFFLOAD_NVCCFECOMSTR", _fe_emitter, SCons.Tool.CScanner, True),
         "_OffloadNvccPreprocess": b("OFFLOAD_NVCCPPCOMSTR", _pp_emitter, SCons.Tool.CScanner, True),
         "_OffloadNvccDevice": b("OFFLOAD_NVCCDEVICECOMSTR", _device_emitter),
         "_OffloadNvccFatbinary": b("OFFLOAD_NVCCFATBINCOMSTR", _fatbin_emitter),
@@ -440,18 +432,25 @@ def _arch_list_use(ii_path: str, command: str) -> bool:
 
 
 def _record_arch_list_use(target, source, env):
-    """Second half of a preprocess action: the list it used, or an empty record."""
+    """Second half of a preprocess action: the list it used, or an empty record (the last
+    target). The front end's preprocessed text is its own temporary: removed once read."""
     cmd = env.subst("$_OFFLOAD_NVCC_STEP", target=target, source=source)
-    used = _arch_list_use(target[0].get_abspath(), cmd)
-    with open(target[1].get_abspath(), "w") as f:
+    ii = env.subst("$_OFFLOAD_NVCC_II", target=target, source=source)
+    try:
+        used = _arch_list_use(ii, cmd)
+    finally:
+        if env.get("_OFFLOAD_NVCC_II_TEMP"):
+            os.remove(ii)
+    with open(target[-1].get_abspath(), "w") as f:
         f.write(env["_OFFLOAD_NVCC_ARCHLIST"] + "\n" if used else "")
     return 0
 
 
 def _rerun_if_list_used(env, pp, arch_list: str) -> None:
-    """Rerun the preprocess `pp` when its record holds another arch list than `arch_list`."""
+    """Rerun the preprocess `pp` when its record (its last target) holds another arch list than
+    `arch_list`."""
     try:
-        with open(pp[1].get_abspath()) as f:
+        with open(pp[-1].get_abspath()) as f:
             recorded = f.read().strip()
     except OSError:
         return             # not built yet (its output is missing, so it runs)
@@ -481,10 +480,9 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
     are on the object as `offload_parts` (host: the host compile, devices: {arch: cubin or
     PTX}, package: the fat binary).
 
-    Nodes: the host preprocess (`gcc -E`, cheap) apart from `cudafe++` (costly), so a change of
-    `__CUDA_ARCH_LIST__` that leaves the preprocessed text alone stops there; per virtual arch
-    the device preprocess apart from `cicc` + `ptxas` (one node: nothing between them is shared
-    or reused), for the same reason. The stub `cudafe++` names for the host compile is
+    Nodes: the front end (host preprocess + `cudafe++`); per virtual arch the device preprocess
+    apart from `cicc` + `ptxas` (one node: nothing between them is reused), so a change that
+    leaves the preprocessed text alone (a host-only flag) stops before `cicc`. The stub `cudafe++` names for the host compile is
     `<stem>.cudafe1.stub.c` whatever the archs (the host step copies the stub of the arch nvcc
     would include there), so adding an arch does not change the front end's command."""
     penv = dict(plan.env)
@@ -503,19 +501,19 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
     fatbin_step = next(st for st in plan.steps if st.kind == "fatbin")
     host_step = next(st for st in plan.steps if st.kind == "host")
 
-    # Front end: host preprocess, then cudafe++.
+    # Front end: host preprocess (its text a temporary of this node), then cudafe++.
     fatbin_c_name = f"{stem(fat)}.fatbin.c"
-    cmd = _command(host_pp, {_out(host_pp): "${TARGETS[0]}"})
     arch_list = next((a[len(_ARCH_LIST_DEF):] for a in host_pp.argv if a.startswith(_ARCH_LIST_DEF)), "")
     base["_OFFLOAD_NVCC_ARCHLIST"] = arch_list
-    hpp = step(env._OffloadNvccHostPreprocess, s, cmd)
-    _rerun_if_list_used(env, hpp, arch_list)
-    fe_files = {fe_step.argv[-1]: "${SOURCES[0]}",
+    ii = shlex.quote(os.path.join(fat.dir.get_path(), stem(fat) + ".cpp4.ii"))
+    fe_files = {fe_step.argv[-1]: ii,
                 _opt(fe_step.argv, "--gen_c_file_name"): "${TARGETS[0]}",
                 _opt(fe_step.argv, "--module_id_file_name"): "${TARGETS[1]}",
                 os.path.basename(fe_step.stub): f"{stem(fat)}.cudafe1.stub.c"}
-    fe = step(env._OffloadNvccFrontEnd, hpp[0], _command(fe_step, fe_files))
-    _intermediates([*hpp, *fe])
+    cmd = _command(host_pp, {_out(host_pp): ii}) + " && " + _command(fe_step, fe_files)
+    fe = step(env._OffloadNvccFrontEnd, s, cmd, _OFFLOAD_NVCC_II=ii, _OFFLOAD_NVCC_II_TEMP=True)
+    _rerun_if_list_used(env, fe, arch_list)
+    _intermediates(fe)
     node_of.update({"cudafe1.cpp": fe[0], "module_id": fe[1]})
 
     # Per virtual arch: preprocess, then cicc and the ptxas of each of its SASS archs.
@@ -523,7 +521,7 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
     for st in plan.steps:
         if st.kind == "pp":
             cmd = _command(st, {_out(st): "${TARGETS[0]}"})
-            pp = step(env._OffloadNvccPreprocess, s, cmd, _OFFLOAD_NVCC_VARCH=st.virtual)
+            pp = step(env._OffloadNvccPreprocess, s, cmd, _OFFLOAD_NVCC_VARCH=st.virtual, _OFFLOAD_NVCC_II="${TARGETS[0]}")
             _rerun_if_list_used(env, pp, arch_list)
             _intermediates(pp)
             node_of[f"ii.{st.virtual}"] = pp[0]
@@ -532,23 +530,24 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
             files = {st.argv[st.argv.index("-o") - 1]: "${SOURCES[0]}",
                      _opt(st.argv, "--module_id_file_name"): "${SOURCES[1]}",
                      _out(st): "${TARGETS[0]}",
-                     _opt(st.argv, "--gen_c_file_name"): "${TARGETS[1]}",
-                     _opt(st.argv, "--stub_file_name"): "${TARGETS[2]}",
-                     _opt(st.argv, "--gen_device_file_name"): "${TARGETS[3]}",
+                     _opt(st.argv, "--gen_c_file_name"): "${TARGETS[0]}.cudafe1.c",
+                     _opt(st.argv, "--stub_file_name"): "${TARGETS[1]}",
+                     _opt(st.argv, "--gen_device_file_name"): "${TARGETS[0]}.cudafe1.gpu",
                      os.path.basename(st.fatbin_c): fatbin_c_name}
-            cmds = [_command(st, files)]
+            # cicc's own C and device files are read by no later step: removed, as nvcc does.
+            cmds = [_command(st, files), "rm -f ${TARGETS[0]}.cudafe1.c ${TARGETS[0]}.cudafe1.gpu"]
             ptxas = [p for p in plan.steps if p.kind == "ptxas" and p.virtual == v]
             for i, p in enumerate(ptxas):
-                cmds.append(_command(p, {_out(st): "${TARGETS[0]}", _out(p): f"${{TARGETS[{4 + i}]}}"}))
+                cmds.append(_command(p, {_out(st): "${TARGETS[0]}", _out(p): f"${{TARGETS[{2 + i}]}}"}))
             cmds.extend(_command(p, {_out(st): "${TARGETS[0]}"}) for p in plan.steps
                         if p.kind == "ptxas_check" and p.virtual == v)
             made = step(env._OffloadNvccDevice, [node_of[f"ii.{v}"], node_of["module_id"]], " && ".join(cmds),
                         _OFFLOAD_NVCC_VARCH=v, _OFFLOAD_NVCC_RARCHS=[p.real for p in ptxas])
             _intermediates(made)
-            node_of.update({f"ptx.{v}": made[0], f"stub.{v}": made[2]})
+            node_of.update({f"ptx.{v}": made[0], f"stub.{v}": made[1]})
             for i, p in enumerate(ptxas):
-                node_of[p.outputs[0]] = made[4 + i]
-                devices[p.real] = made[4 + i]
+                node_of[p.outputs[0]] = made[2 + i]
+                devices[p.real] = made[2 + i]
 
     images, files = [], {}
     for a in fatbin_step.argv:
