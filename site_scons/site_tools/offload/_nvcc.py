@@ -204,7 +204,8 @@ def _opt(argv: list[str], name: str) -> str:
 def plan_for(env, o: dict) -> Plan | None:
     """nvcc's plan for a compile with overrides `o` (memoized per command line), or None with a
     one-line note when it cannot be split. None, silently, unless `OFFLOAD_NVCC_SPLIT=True` (off by
-    default: the per-step processes cost more than the split saves, see the README's figures), or
+    default: the full build only breaks even and a null build costs 1.7x, see the README's
+    figures), or
     with a compiler launcher (`OFFLOAD_LAUNCHER`: ccache, sccache and distcc take whole nvcc compiles;
     sccache splits them itself)."""
     if not env.get("OFFLOAD_NVCC_SPLIT", False) or env.subst("$OFFLOAD_LAUNCHER").strip():
