@@ -265,3 +265,22 @@ def test_ptx_only_entry_is_refused_for_clang(tmp_path):
     cp = p.scons("archs=sm_80,compute_90", check=False)
     assert cp.returncode != 0
     assert "'compute_90' (PTX only) is for CUDA built with nvcc" in cp.stdout + cp.stderr
+
+
+def test_arch_list_use_follows_the_files_the_preprocess_read(tmp_path):
+    """The record of a preprocess: the list it used when a file named in its line markers, or
+    another option, names __CUDA_ARCH_LIST__; otherwise none."""
+    sys.path.insert(0, str(__import__("scons_helpers").REPO / "site_scons"))
+    from site_tools.offload import _nvcc
+    plain, naming = tmp_path / "plain.h", tmp_path / "ns.h"
+    plain.write_text("int f(void);\n")
+    naming.write_text("#define NS_NAME SM_ ## __CUDA_ARCH_LIST__\n")
+    ii = tmp_path / "x.ii"
+    ii.write_text(f'# 1 "{plain}"\n# 1 "<built-in>"\nint f(void);\n')
+    cmd = "gcc -D__CUDA_ARCH_LIST__=800,900 -E x.cu"
+    assert not _nvcc._arch_list_use(str(ii), cmd)
+    assert _nvcc._arch_list_use(str(ii), cmd + " -DMY=__CUDA_ARCH_LIST__")
+    ii.write_text(f'# 1 "{plain}"\n# 3 "{naming}" 1\nint f(void);\n')
+    assert _nvcc._arch_list_use(str(ii), cmd)
+    ii.write_text(f'# 1 "{tmp_path / "gone.h"}"\n')
+    assert _nvcc._arch_list_use(str(ii), cmd)          # a file it cannot read: assume it does
