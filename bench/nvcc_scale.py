@@ -3,13 +3,16 @@
 
 Generates a CUDA project of N `.cu` sources (default 50) built with nvcc for M archs (default
 sm_80,sm_86,sm_90) twice, in one run:
-  - "split": `OFFLOAD_CUDA_COMPILER='nvcc'` (nvcc's own steps as nodes: front end, per-arch
-    preprocess, cicc and ptxas, fatbinary, host compile);
+  - "split": `OFFLOAD_CUDA_COMPILER='nvcc'` with `OFFLOAD_NVCC_SPLIT=True` (nvcc's own steps as
+    nodes: front end (host preprocess + cudafe++), per virtual arch a preprocess and cicc + ptxas,
+    fatbinary, host compile);
   - "usual": one `nvcc -c` per source with a `-gencode` per arch (`OFFLOAD_NVCC_SPLIT=False`,
     what CMake and Meson do).
 and measures, for each, at -jJOBS: the full build, the null build, the rebuild after adding one
-arch, and the rebuild after editing one source's kernel. Prints wall times, the steps SCons ran
-and the ratios split / usual (targets: add an arch <= 0.5x, full build <= 1.0x).
+arch, and the rebuild after editing one source's kernel. Prints wall and CPU times (user + system
+of SCons and every process it started: on a shared machine the wall time moves with the load,
+the CPU time much less), the steps SCons ran and the ratios split / usual (targets: add an arch
+<= 0.5x, full build <= 1.0x).
 
 Usage: python3 bench/nvcc_scale.py [--sources 50] [--archs sm_80,sm_86,sm_90] [--add-arch sm_89]
                                    [--jobs N (default: CPUs)] [--keep DIR]"""
@@ -20,6 +23,7 @@ import argparse
 import collections
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -57,7 +61,7 @@ env = Environment(tools=['default', 'offload'], ENV={{'PATH': os.environ['PATH']
 env.OffloadProgram('app', Glob('src/*.cu'))
 """
 
-_STEP = re.compile(r"^(NVCC-FE|NVCC-PP|NVCC-CICC|NVCC-PTXAS|NVCC-FATBIN|NVCC-HOST|NVCC|LINK)\b")
+_STEP = re.compile(r"^(NVCC-FE|NVCC-PP|NVCC-DEVICE|NVCC-FATBIN|NVCC-HOST|NVCC|LINK)\b")
 
 
 def generate(root: Path, n: int, split: bool) -> None:
@@ -70,16 +74,21 @@ def generate(root: Path, n: int, split: bool) -> None:
     (root / "src" / "main.cu").write_text(MAIN.format(decls=decls, calls=calls))
 
 
-def scons(root: Path, jobs: int, archs: str) -> tuple[float, dict[str, int]]:
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def scons(root: Path, jobs: int, archs: str) -> tuple[float, float, dict[str, int]]:
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     cmd = [sys.executable, "-m", "SCons", "-Q", f"-j{jobs}", f"--site-dir={REPO / 'site_scons'}", f"archs={archs}"]
-    t0 = time.perf_counter()
+    c0, t0 = _cpu(), time.perf_counter()
     cp = subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=env)
-    dt = time.perf_counter() - t0
+    dt, dc = time.perf_counter() - t0, _cpu() - c0
     if cp.returncode:
         sys.exit(f"nvcc_scale: scons failed in {root}:\n{cp.stdout[-2000:]}\n{cp.stderr[-2000:]}")
     c = collections.Counter(m.group(1) for m in map(_STEP.match, cp.stdout.splitlines()) if m)
-    return dt, dict(c)
+    return dt, dc, dict(c)
 
 
 def main() -> int:
@@ -101,7 +110,7 @@ def main() -> int:
         for name, root in roots.items():
             shutil.rmtree(root, ignore_errors=True)
             generate(root, args.sources, split=(name == "split"))
-        results: dict[str, dict[str, tuple[float, dict]]] = {n: {} for n in roots}
+        results: dict[str, dict[str, tuple[float, float, dict]]] = {n: {} for n in roots}
         for name, root in roots.items():
             r = results[name]
             r["full"] = scons(root, args.jobs, args.archs)
@@ -111,13 +120,14 @@ def main() -> int:
             r["edit one source"] = scons(root, args.jobs, added)
         print(f"nvcc graph vs one nvcc -c per source: {args.sources} sources + main, archs {args.archs} "
               f"(+{args.add_arch}), -j{args.jobs}")
-        print(f"{'build':<16} {'split s':>9} {'usual s':>9} {'ratio':>6}  steps (split | usual)")
+        print(f"{'build':<16} {'split s':>9} {'usual s':>9} {'ratio':>6}  {'split cpu':>9} {'usual cpu':>9} "
+              f"{'ratio':>6}  steps (split | usual)")
         for what in ("full", "null", "add arch", "edit one source"):
-            (ts, cs), (tu, cu) = results["split"][what], results["usual"][what]
+            (ts, ps, cs), (tu, pu, cu) = results["split"][what], results["usual"][what]
             steps = " ".join(f"{k}={v}" for k, v in sorted(cs.items())) + " | " + \
                 " ".join(f"{k}={v}" for k, v in sorted(cu.items()))
             rows.append((what, ts, tu))
-            print(f"{what:<16} {ts:9.2f} {tu:9.2f} {ts / tu:6.2f}  {steps}")
+            print(f"{what:<16} {ts:9.2f} {tu:9.2f} {ts / tu:6.2f}  {ps:9.2f} {pu:9.2f} {ps / pu:6.2f}  {steps}")
     finally:
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)

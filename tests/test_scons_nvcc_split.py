@@ -50,7 +50,9 @@ __global__ void twice(float *x) { x[threadIdx.x] *= 2; }
 void scale_on_host(float *x, int n) { for (int i = 0; i < n; ++i) x[i] *= 2; }
 """
 
-_STEP_RE = re.compile(r"^(NVCC-FE|NVCC-PP|NVCC-CICC|NVCC-PTXAS|NVCC-FATBIN|NVCC-HOST|NVCC|LINK)\s+(.*)$")
+_STEP_RE = re.compile(r"^(NVCC-FE|NVCC-PP|NVCC-DEVICE|NVCC-FATBIN|NVCC-HOST|NVCC|LINK)\s+(.*)$")
+# NVCC-FE: host preprocess + cudafe++; NVCC-PP compute_NN: the device preprocess of one virtual
+# arch; NVCC-DEVICE compute_NN: its cicc and ptxas.
 
 
 def _steps(cp) -> collections.Counter:
@@ -60,13 +62,14 @@ def _steps(cp) -> collections.Counter:
         m = _STEP_RE.match(line.strip())
         if m:
             kind, rest = m.groups()
-            arch = rest.split()[0] if kind in ("NVCC-PP", "NVCC-CICC", "NVCC-PTXAS") else ""
+            arch = rest.split()[0] if kind in ("NVCC-PP", "NVCC-DEVICE") else ""
             c[f"{kind} {arch}".strip()] += 1
     return c
 
 
 def _device_work(c) -> collections.Counter:
-    return collections.Counter({k: v for k, v in c.items() if k.startswith(("NVCC-CICC", "NVCC-PTXAS"))})
+    """cicc + ptxas (one node per source and virtual arch)."""
+    return collections.Counter({k: v for k, v in c.items() if k.startswith("NVCC-DEVICE")})
 
 
 def _project(root) -> Project:
@@ -95,9 +98,9 @@ def _run(p) -> str:
 def test_full_build_runs_each_step_once_per_source_and_arch(tmp_path):
     p = _project(tmp_path / "p")
     c = _steps(p.scons("-j4", "archs=sm_80,sm_90"))
-    assert c == {"NVCC-FE": 2, "NVCC-PP compute_80": 2, "NVCC-PP compute_90": 2, "NVCC-CICC compute_80": 2,
-                 "NVCC-CICC compute_90": 2, "NVCC-PTXAS sm_80": 2, "NVCC-PTXAS sm_90": 2, "NVCC-FATBIN": 2,
-                 "NVCC-HOST": 2, "LINK": 1}, c
+    assert c == {"NVCC-FE": 2, "NVCC-PP compute_80": 2, "NVCC-PP compute_90": 2,
+                 "NVCC-DEVICE compute_80": 2, "NVCC-DEVICE compute_90": 2, "NVCC-FATBIN": 2, "NVCC-HOST": 2,
+                 "LINK": 1}, c
     assert _run(p) in ("saxpy host 8\n", "saxpy gpu 8\n")
     assert p.up_to_date("archs=sm_80,sm_90")
 
@@ -106,9 +109,35 @@ def test_adding_an_arch_runs_only_its_device_work(tmp_path):
     p = _project(tmp_path / "p")
     p.scons("archs=sm_80,sm_90")
     c = _steps(p.scons("archs=sm_80,sm_90,sm_86"))
-    assert _device_work(c) == {"NVCC-CICC compute_86": 2, "NVCC-PTXAS sm_86": 2}, c
-    assert (c["NVCC-FATBIN"], c["NVCC-HOST"], c["LINK"]) == (2, 2, 1), c
+    # Neither source names __CUDA_ARCH_LIST__: nothing of the other archs reruns, not even their
+    # preprocess, nor the front end.
+    assert c == {"NVCC-PP compute_86": 2, "NVCC-DEVICE compute_86": 2, "NVCC-FATBIN": 2, "NVCC-HOST": 2,
+                 "LINK": 1}, c
     assert _run(p) in ("saxpy host 8\n", "saxpy gpu 8\n")
+
+
+# A kernel whose text depends on the arch list (as CUB's and Thrust's namespace names do).
+SCALE_USING_LIST = """
+__global__ void twice(float *x) { const int archs[] = {__CUDA_ARCH_LIST__}; x[threadIdx.x] *= archs[0] / 400; }
+void scale_on_host(float *x, int n) { for (int i = 0; i < n; ++i) x[i] *= 2; }
+"""
+
+
+def test_a_source_naming_the_arch_list_reruns_its_archs_when_the_list_changes(tmp_path):
+    p = _project(tmp_path / "p")
+    p.write("src/scale.cu", SCALE_USING_LIST)
+    p.scons("archs=sm_80,sm_90")
+    assert (p.root / "src/scale.compute_80.archlist").read_text() == "800,900\n"
+    assert (p.root / "src/saxpy.compute_80.archlist").read_text() == ""
+    c = _steps(p.scons("archs=sm_80,sm_90,sm_86"))
+    # scale.cu: every preprocess, and the device work its changed text needs; saxpy.cu: the new arch.
+    assert _device_work(c) == {"NVCC-DEVICE compute_80": 1, "NVCC-DEVICE compute_90": 1,
+                               "NVCC-DEVICE compute_86": 2}, c
+    assert (c["NVCC-PP compute_80"], c["NVCC-FE"]) == (1, 1), c
+    assert p.up_to_date("archs=sm_80,sm_90,sm_86")
+    split = _inspect(p.root / "src/scale.o")
+    p.scons("archs=sm_80,sm_90,sm_86", "split=0")
+    assert _inspect(p.root / "src/scale.o") == split
 
 
 def test_removing_an_arch_runs_no_device_work(tmp_path):
@@ -125,9 +154,9 @@ def test_editing_a_source_reruns_its_nodes_only(tmp_path):
     p.scons("archs=sm_80,sm_90")
     p.write("src/scale.cu", SCALE.replace("*= 2; }\nvoid", "*= 3; }\nvoid"))
     c = _steps(p.scons("archs=sm_80,sm_90"))
-    assert c == {"NVCC-FE": 1, "NVCC-PP compute_80": 1, "NVCC-PP compute_90": 1, "NVCC-CICC compute_80": 1,
-                 "NVCC-CICC compute_90": 1, "NVCC-PTXAS sm_80": 1, "NVCC-PTXAS sm_90": 1, "NVCC-FATBIN": 1,
-                 "NVCC-HOST": 1, "LINK": 1}, c
+    assert c == {"NVCC-FE": 1, "NVCC-PP compute_80": 1, "NVCC-PP compute_90": 1,
+                 "NVCC-DEVICE compute_80": 1, "NVCC-DEVICE compute_90": 1, "NVCC-FATBIN": 1, "NVCC-HOST": 1,
+                 "LINK": 1}, c
 
 
 def test_host_only_flag_change_reruns_no_device_work(tmp_path):
@@ -138,7 +167,7 @@ def test_host_only_flag_change_reruns_no_device_work(tmp_path):
     assert c["NVCC-HOST"] == 2, c
     # A device flag (nvcc's own) reruns the device work.
     c = _steps(p.scons("archs=sm_80,sm_90", "cxx=-O1", "nvccflags=-ftz=true"))
-    assert c["NVCC-CICC compute_80"] == 2 and c["NVCC-PTXAS sm_90"] == 2, c
+    assert c["NVCC-DEVICE compute_80"] == 2 and c["NVCC-DEVICE compute_90"] == 2, c
 
 
 @pytest.mark.parametrize("ptx", ["", "1"])
@@ -211,3 +240,47 @@ def test_compile_commands_has_one_clang_cuda_entry_per_source(tmp_path):
     assert cmd[4:6] == ["--cuda-gpu-arch=sm_80", "--cuda-gpu-arch=sm_90"]
     assert {"-Wall", "-Wextra", "-DFOO=1", "-O2"} <= set(cmd)
     assert not [f for f in cmd if f.startswith(("-gencode", "arch=", "-rdc", "--expt", "-Xcompiler"))], cmd
+
+
+def test_ptx_only_entry_embeds_ptx_and_no_sass(tmp_path):
+    """`compute_90` in OFFLOAD_ARCHS: `-gencode arch=compute_90,code=compute_90`, PTX for JIT and no
+    SASS for that arch, the same as one `nvcc -c`; one device node (cicc, no ptxas) for it."""
+    p = _project(tmp_path / "p")
+    c = _steps(p.scons("archs=sm_80,compute_90"))
+    assert _device_work(c) == {"NVCC-DEVICE compute_80": 2, "NVCC-DEVICE compute_90": 2}, c
+    assert not list(p.root.glob("src/*sm_90*.cubin"))
+    split = _inspect(p.root / "src/saxpy.o")
+    assert {(a, k) for a, k, _ in split} == {("sm_80", "cubin"), ("sm_90", "ptx")}, split
+    assert _run(p) in ("saxpy host 8\n", "saxpy gpu 8\n")
+    p.scons("archs=sm_80,compute_90", "split=0")
+    assert _inspect(p.root / "src/saxpy.o") == split
+
+
+def test_ptx_only_entry_is_refused_for_clang(tmp_path):
+    need_tool("clang-19")
+    p = Project(tmp_path / "p")
+    p.write("SConstruct", SCONSTRUCT.replace("OFFLOAD_CUDA_COMPILER='nvcc'", "OFFLOAD_CUDA_COMPILER='clang'"))
+    p.write("src/saxpy.cu", SAXPY)
+    p.write("src/scale.cu", SCALE)
+    cp = p.scons("archs=sm_80,compute_90", check=False)
+    assert cp.returncode != 0
+    assert "'compute_90' (PTX only) is for CUDA built with nvcc" in cp.stdout + cp.stderr
+
+
+def test_arch_list_use_follows_the_files_the_preprocess_read(tmp_path):
+    """The record of a preprocess: the list it used when a file named in its line markers, or
+    another option, names __CUDA_ARCH_LIST__; otherwise none."""
+    sys.path.insert(0, str(__import__("scons_helpers").REPO / "site_scons"))
+    from site_tools.offload import _nvcc
+    plain, naming = tmp_path / "plain.h", tmp_path / "ns.h"
+    plain.write_text("int f(void);\n")
+    naming.write_text("#define NS_NAME SM_ ## __CUDA_ARCH_LIST__\n")
+    ii = tmp_path / "x.ii"
+    ii.write_text(f'# 1 "{plain}"\n# 1 "<built-in>"\nint f(void);\n')
+    cmd = "gcc -D__CUDA_ARCH_LIST__=800,900 -E x.cu"
+    assert not _nvcc._arch_list_use(str(ii), cmd)
+    assert _nvcc._arch_list_use(str(ii), cmd + " -DMY=__CUDA_ARCH_LIST__")
+    ii.write_text(f'# 1 "{plain}"\n# 3 "{naming}" 1\nint f(void);\n')
+    assert _nvcc._arch_list_use(str(ii), cmd)
+    ii.write_text(f'# 1 "{tmp_path / "gone.h"}"\n')
+    assert _nvcc._arch_list_use(str(ii), cmd)          # a file it cannot read: assume it does

@@ -283,7 +283,8 @@ def test_nvcc_in_a_mixed_environment(tmp_path):
     p.write("src/k.cu", NVCC_SRC)
     p.write("src/main.c", MIXED_MAIN)
     cp = p.scons("OFFLOAD_VERBOSE=1")
-    nvcc = [line for line in cp.stdout.splitlines() if "nvcc" in line and " -c " in line]
+    nvcc = [line for line in cp.stdout.splitlines()  # the program, not a path that contains "nvcc"
+            if line.split() and line.split()[0].endswith("nvcc") and " -c " in line]
     assert nvcc and "-Xcompiler=-march=native" in nvcc[0] and "code=[sm_80,compute_80]" in nvcc[0], nvcc
     assert " -std=c++14 " in nvcc[0] and "-Xcompiler=-std" not in nvcc[0], nvcc  # the dialect is nvcc's own
     assert not any("--extended-lambda" in line for line in cp.stdout.splitlines() if "clang" in line)

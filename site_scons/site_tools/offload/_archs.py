@@ -46,7 +46,7 @@ def canonical_archs(env, llvm_version: int) -> list[str]:
         if canon not in out:
             out.append(canon)
     try:
-        pair = target_id.conflicting_target_ids(out)
+        pair = target_id.conflicting_target_ids([a for a in out if not ptx_only(a)])
     except OffloadError as exc:
         raise SCons.Errors.UserError(f"offload: OFFLOAD_ARCHS: {exc}") from None
     if pair:
@@ -58,10 +58,27 @@ def canonical_archs(env, llvm_version: int) -> list[str]:
     return out
 
 
+_PTX_ONLY = re.compile(r"compute_(\w+)")
+
+
+def ptx_only(arch: str) -> bool:
+    """True for `compute_NN`: PTX for that virtual arch and no SASS (nvcc's `code=compute_NN`,
+    which the driver compiles for the GPU it runs on)."""
+    return _PTX_ONLY.fullmatch(arch) is not None
+
+
 def canonical_arch(arch: str, llvm_version: int, var: str) -> str:
     """One offload arch, canonical (`fiji` -> `gfx803`, features sorted); a `UserError` naming
-    it and `var` otherwise. NVIDIA archs take no target features (clang refuses `sm_80:xnack+`)."""
+    it and `var` otherwise. NVIDIA archs take no target features (clang refuses `sm_80:xnack+`).
+    `compute_NN` (PTX only, nvcc) is valid when `sm_NN` is."""
     from offload_tool.rules import target_id
+
+    m = _PTX_ONLY.fullmatch(arch)
+    if m:
+        try:
+            return "compute_" + canonical_arch(f"sm_{m.group(1)}", llvm_version, var)[3:]
+        except SCons.Errors.UserError:
+            raise SCons.Errors.UserError(f"offload: {var}: '{arch}': no NVIDIA arch sm_{m.group(1)}") from None
 
     try:
         canon = target_id.canonical_offload_arch(arch, llvm_version=llvm_version)
@@ -93,12 +110,22 @@ def is_offload_arch_file_part(part: str) -> bool:
 
 def vendor(arch: str) -> str:
     from offload_tool.rules import target_id
-    return target_id.offload_arch_vendor(arch)
+    return "nvidia" if ptx_only(arch) else target_id.offload_arch_vendor(arch)
 
 
 def triple(arch: str) -> str:
     from offload_tool.rules import target_id
-    return target_id.offload_triple(arch)
+    return target_id.offload_triple("sm_" + arch[8:] if ptx_only(arch) else arch)
+
+
+def refuse_ptx_only(archs: list[str], compiler: str, lang_name: str) -> None:
+    """A `UserError` when PTX-only entries reach a compiler other than nvcc (clang's CUDA and
+    OpenMP paths build one device object per SASS arch; `OFFLOAD_CUDA_PTX` is nvcc's too)."""
+    bad = [a for a in archs if ptx_only(a)]
+    if bad:
+        raise SCons.Errors.UserError(
+            f"offload: OFFLOAD_ARCHS: '{bad[0]}' (PTX only) is for CUDA built with nvcc "
+            f"(OFFLOAD_CUDA_COMPILER='nvcc'); {lang_name} with {compiler} takes sm_NN")
 
 
 def archs_for(lang, archs: list[str]) -> list[str]:

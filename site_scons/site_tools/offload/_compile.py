@@ -356,6 +356,8 @@ def offload_object(env, s, target, kw, pic=False):
     # embed, HIP's host compile, nvcc) take it as their target.
     fat = node(env, target) if target else s.dir.File(stem(s) + senv.subst(_object_suffix({"_OFFLOAD_PIC": pic}, [s])))
     compiler = _languages.compiler_for(senv, lang)
+    if compiler != "nvcc":
+        _archs.refuse_ptx_only(archs, compiler, lang.name)
 
     def make():
         if compiler == "nvcc":

@@ -1,12 +1,12 @@
 """nvcc on the per-arch graph: a `.cu` source built with `OFFLOAD_CUDA_COMPILER='nvcc'` becomes
-the sub-steps nvcc itself runs, each its own node:
+the sub-steps nvcc itself runs, as nodes:
 
-    <stem>.cu --NVCC-FE-->  <stem>.cudafe1.cpp, <stem>.module_id   (host preprocess + cudafe++)
-    <stem>.cu --NVCC-PP-->  <stem>.compute_NN.cpp1.ii              (device preprocess, per arch)
-    .cpp1.ii + .module_id --NVCC-CICC--> <stem>.compute_NN.ptx     (cicc, per arch; + its stub)
-    .ptx --NVCC-PTXAS--> <stem>.sm_NN.cubin                       (ptxas, per SASS arch)
-    cubins + PTX --NVCC-FATBIN--> <stem>.fatbin.c                 (fatbinary)
-    .cudafe1.cpp + stub + .fatbin.c --NVCC-HOST--> <stem>.o        (host compile)
+    <stem>.cu --NVCC-FE-->          <stem>.cudafe1.cpp, <stem>.module_id  (gcc -E, then cudafe++)
+    <stem>.cu --NVCC-PP compute_NN--> <stem>.compute_NN.cpp1.ii          (device preprocess, per arch)
+    .cpp1.ii + .module_id --NVCC-DEVICE compute_NN--> <stem>.compute_NN.ptx, <stem>.sm_NN.cubin
+                                                                         (cicc, then ptxas per SASS arch)
+    cubins + PTX --NVCC-FATBIN--> <stem>.fatbin.c                        (fatbinary)
+    .cudafe1.cpp + stub + .fatbin.c --NVCC-HOST--> <stem>.o               (host compile)
 
 The steps are not hard-coded: they come from `nvcc --dryrun` with the same flags and `-gencode`
 list (as sccache splits nvcc), read once per distinct command line. Each node's command is the
@@ -16,9 +16,9 @@ signature holds exactly the flags that step gets (a host-only flag change reruns
 object equals the one `nvcc -c` makes. A plan of another shape (another CUDA release, a flag
 that adds steps) falls back to the one-action compile with a one-line note.
 
-Adding an arch changes `__CUDA_ARCH_LIST__`, which every preprocess gets (CUB names its
-namespace after it): the preprocess steps of the other archs rerun, and their `cicc`/`ptxas`
-rerun only when the preprocessed text changed (a source that uses the list)."""
+Adding an arch changes `__CUDA_ARCH_LIST__`, which every preprocess gets; only a text whose
+files name it depends on it (CUB and Thrust put it in their namespace names), so each preprocess
+records whether it did (see `_arch_list_use`) and reruns on a list change only then."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ import sys
 from dataclasses import dataclass, field
 
 import SCons.Action
+import SCons.Scanner
 import SCons.Tool
 
 from ._builders import builder, stem
@@ -46,10 +47,9 @@ COMMANDS = {
 }
 
 COMSTRS = {
-    "OFFLOAD_NVCCFECOMSTR": "NVCC-FE ${SOURCE}",
-    "OFFLOAD_NVCCPPCOMSTR": "NVCC-PP ${_OFFLOAD_NVCC_VARCH} ${SOURCE}",
-    "OFFLOAD_NVCCCICCCOMSTR": "NVCC-CICC ${_OFFLOAD_NVCC_VARCH} ${SOURCE}",
-    "OFFLOAD_NVCCPTXASCOMSTR": "NVCC-PTXAS ${_OFFLOAD_NVCC_RARCH} ${SOURCE}",
+    "OFFLOAD_NVCCFECOMSTR": "NVCC-FE ${_OFFLOAD_NVCC_SRC}",
+    "OFFLOAD_NVCCPPCOMSTR": "NVCC-PP ${_OFFLOAD_NVCC_VARCH} ${_OFFLOAD_NVCC_SRC}",
+    "OFFLOAD_NVCCDEVICECOMSTR": "NVCC-DEVICE ${_OFFLOAD_NVCC_VARCH} ${_OFFLOAD_NVCC_SRC}",
     "OFFLOAD_NVCCFATBINCOMSTR": "NVCC-FATBIN ${TARGET}",
     "OFFLOAD_NVCCHOSTCOMSTR": "NVCC-HOST ${TARGET}",
 }
@@ -147,6 +147,13 @@ def parse(text: str) -> Plan:
                             out(_opt(argv, "--stub_file_name"), f"stub.{v}"),
                             out(_opt(argv, "--gen_device_file_name"), f"gpu.{v}")]
             step.fatbin_c = _opt(argv, "--include_file_name")
+        elif base == "ptxas" and "-o" not in argv:
+            # PTX only (`code=compute_NN`): nvcc assembles the PTX to check it, keeping nothing.
+            if len(tmps) != 1:
+                raise _Shape("a ptxas check without one input")
+            step.kind = "ptxas_check"
+            step.inputs = [inp(tmps[0])]
+            step.virtual = step.inputs[0].split(".", 1)[1]
         elif base == "ptxas":
             real = next((a.split("=", 1)[1] for a in argv if a.startswith("-arch=")))
             src = [t for t in tmps if t != argv[argv.index("-o") + 1]]
@@ -197,7 +204,8 @@ def _opt(argv: list[str], name: str) -> str:
 def plan_for(env, o: dict) -> Plan | None:
     """nvcc's plan for a compile with overrides `o` (memoized per command line), or None with a
     one-line note when it cannot be split. None, silently, unless `OFFLOAD_NVCC_SPLIT=True` (off by
-    default: the per-step processes cost more than the split saves, see the README's figures), or
+    default: the full build only breaks even and a null build costs 1.7x, see the README's
+    figures), or
     with a compiler launcher (`OFFLOAD_LAUNCHER`: ccache, sccache and distcc take whole nvcc compiles;
     sccache splits them itself)."""
     if not env.get("OFFLOAD_NVCC_SPLIT", False) or env.subst("$OFFLOAD_LAUNCHER").strip():
@@ -232,26 +240,23 @@ def _beside(obj, suffix: str):
 
 def _fe_emitter(target, source, env):
     obj = target[0]
-    return [_beside(obj, ".cudafe1.cpp"), _beside(obj, ".module_id"), _beside(obj, ".cpp4.ii")], source
+    return [_beside(obj, ".cudafe1.cpp"), _beside(obj, ".module_id"), _beside(obj, ".cpp4.archlist")], source
 
 
 def _pp_emitter(target, source, env):
-    return [_beside(target[0], f".{env['_OFFLOAD_NVCC_VARCH']}.cpp1.ii")], source
+    v = env["_OFFLOAD_NVCC_VARCH"]
+    return [_beside(target[0], f".{v}.cpp1.ii"), _beside(target[0], f".{v}.archlist")], source
 
 
-def _cicc_emitter(target, source, env):
+def _device_emitter(target, source, env):
     v = env["_OFFLOAD_NVCC_VARCH"]
     obj = target[0]
-    return [_beside(obj, f".{v}.ptx"), _beside(obj, f".{v}.cudafe1.c"), _beside(obj, f".{v}.cudafe1.stub.c"),
-            _beside(obj, f".{v}.cudafe1.gpu")], source
+    return ([_beside(obj, f".{v}.ptx"), _beside(obj, f".{v}.cudafe1.stub.c")]
+            + [_beside(obj, _cubin_name(v, r)) for r in env["_OFFLOAD_NVCC_RARCHS"]]), source
 
 
 def _cubin_name(virtual: str, real: str) -> str:
     return f".{real}.cubin" if virtual.split("_")[1] == real.split("_")[1] else f".{virtual}.{real}.cubin"
-
-
-def _ptxas_emitter(target, source, env):
-    return [_beside(target[0], _cubin_name(env["_OFFLOAD_NVCC_VARCH"], env["_OFFLOAD_NVCC_RARCH"]))], source
 
 
 def _fatbin_emitter(target, source, env):
@@ -259,9 +264,9 @@ def _fatbin_emitter(target, source, env):
 
 
 def _host_emitter(target, source, env):
-    for t in target:
-        t.attributes.offload_lang = "cuda"
-    return target, source
+    obj = target[0]
+    obj.attributes.offload_lang = "cuda"
+    return [obj, _beside(obj, ".cudafe1.stub.c")], source
 
 
 # nvcc options that take a value as the next argument and mean nothing to clangd.
@@ -276,7 +281,8 @@ def clangd_flags(target, source, env, for_signature) -> str:
     kept; nvcc-only options such as `-gencode`, `-rdc`, `--expt-*`, `-lineinfo` dropped)."""
     top = _toolkit(env.subst("$OFFLOAD_NVCC"), env)
     out = ["--cuda-path=" + top] if top else []
-    out.extend(f"--cuda-gpu-arch={a}" for a in env.get("_OFFLOAD_NVCC_ARCHS") or [])
+    archs = ["sm_" + a.split("_", 1)[1] for a in env.get("_OFFLOAD_NVCC_ARCHS") or []]   # compute_NN: its sm_NN
+    out.extend(f"--cuda-gpu-arch={a}" for a in dict.fromkeys(archs))
     flags = env.subst("$OFFLOAD_NVCCFLAGS", target=target, source=source).split()
     i = 0
     while i < len(flags):
@@ -316,16 +322,37 @@ def _toolkit(nvcc: str, env) -> str:
 COMMANDS["_OFFLOAD_NVCCDB_FLAGS"] = clangd_flags
 
 
+# Sources of the steps after the front end are files nvcc's own steps wrote: their includes are
+# those steps' inputs already, so they are not scanned (a `.cudafe1.cpp` is a megabyte of
+# preprocessed text).
+_NOT_SCANNED = SCons.Scanner.ScannerBase(lambda node, env, path: [], "offload-nvcc-none")
+
+
+class _StepAction(SCons.Action.CommandAction):
+    """One of nvcc's steps. Its signature is the step's command as the plan gives it (file names
+    as placeholders, `__CUDA_ARCH_LIST__` left out) plus nvcc's identity, computed once when the
+    node is made (`_OFFLOAD_NVCC_STEPSIG`) rather than substituted per node on every run: a
+    source has two such nodes per arch and three more, and a null build signs them all."""
+
+    def get_contents(self, target, source, env):
+        return env["_OFFLOAD_NVCC_STEPSIG"].encode()
+
+
+def _step_signature(cmd: str, nvcc_id: str) -> str:
+    return re.sub(r"\$\(.*?\$\)", "", cmd) + "\0" + nvcc_id
+
+
 def builders() -> dict:
-    def b(comstr, emitter, **kw):
-        act = SCons.Action.Action("$_OFFLOAD_NVCCSTEPCOM", "$" + comstr, varlist=["_OFFLOAD_NVCC_ID"])
-        return builder(action=act, emitter=emitter, **kw)
+    def b(comstr, emitter, scanner=_NOT_SCANNED, record=False):
+        act = _StepAction("$_OFFLOAD_NVCCSTEPCOM", cmdstr="$" + comstr)
+        if record:
+            act = SCons.Action.ListAction([act, SCons.Action.Action(_record_arch_list_use, None)])
+        return builder(action=act, emitter=emitter, source_scanner=scanner)
 
     return {
-        "_OffloadNvccFrontEnd": b("OFFLOAD_NVCCFECOMSTR", _fe_emitter, source_scanner=SCons.Tool.CScanner),
-        "_OffloadNvccPreprocess": b("OFFLOAD_NVCCPPCOMSTR", _pp_emitter, source_scanner=SCons.Tool.CScanner),
-        "_OffloadNvccCicc": b("OFFLOAD_NVCCCICCCOMSTR", _cicc_emitter),
-        "_OffloadNvccPtxas": b("OFFLOAD_NVCCPTXASCOMSTR", _ptxas_emitter),
+        "_OffloadNvccFrontEnd": b("OFFLOAD_NVCCFECOMSTR", _fe_emitter, SCons.Tool.CScanner, True),
+        "_OffloadNvccPreprocess": b("OFFLOAD_NVCCPPCOMSTR", _pp_emitter, SCons.Tool.CScanner, True),
+        "_OffloadNvccDevice": b("OFFLOAD_NVCCDEVICECOMSTR", _device_emitter),
         "_OffloadNvccFatbinary": b("OFFLOAD_NVCCFATBINCOMSTR", _fatbin_emitter),
         "_OffloadNvccHost": b("OFFLOAD_NVCCHOSTCOMSTR", _host_emitter),
     }
@@ -352,6 +379,8 @@ def _command(step: Step, files: dict[str, str]) -> str:
             a = "$_OFFLOAD_NVCC_SRCABS" if prev == "--orig_src_path_name" else "$_OFFLOAD_NVCC_SRC"
         elif a == _PLAN_OUT:
             a = "${TARGETS[0]}"
+        elif a.startswith(_ARCH_LIST_DEF):
+            a = f"$( {shlex.quote(a)} $)"     # in the signature only where used (see `_arch_list_use`)
         else:
             a = a.replace("$", "$$")
             for tmp, name in files.items():
@@ -362,60 +391,164 @@ def _command(step: Step, files: dict[str, str]) -> str:
     return " ".join(parts)
 
 
+# --------------------------------------------------------------------------------------------
+# `__CUDA_ARCH_LIST__`: nvcc defines it for every preprocess as the whole arch list. A
+# preprocessed text depends on it only where some file it read names it (CUB and Thrust put it
+# in their namespace names); for the others, adding or removing an arch cannot change the text.
+# So the macro is outside the preprocess steps' signatures, and each preprocess records beside
+# its output the list it used, or nothing when no file it read (nor another option) names the
+# macro; when the recorded list is not the current one, the step reruns (`AlwaysBuild`). A
+# file that builds the name by token pasting is not seen.
+
+_ARCH_LIST_DEF = "-D__CUDA_ARCH_LIST__="
+_LINE_MARKER = re.compile(rb'^# \d+ "((?:[^"\\]|\\.)*)"', re.M)
+_names_list: dict[tuple[str, int, int], bool] = {}
+
+
+def _file_names_list(path: str) -> bool:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return True        # not readable: assume it does
+    key = (path, st.st_mtime_ns, st.st_size)
+    if key not in _names_list:
+        try:
+            with open(path, "rb") as f:
+                _names_list[key] = b"__CUDA_ARCH_LIST__" in f.read()
+        except OSError:
+            _names_list[key] = True
+    return _names_list[key]
+
+
+def _arch_list_use(ii_path: str, command: str) -> bool:
+    """Whether the text preprocessed into `ii_path` may depend on `__CUDA_ARCH_LIST__`: a file
+    it read (every file gcc entered has a line marker) or another option names the macro."""
+    others = " ".join(a for a in command.split() if not a.startswith(_ARCH_LIST_DEF))
+    if "__CUDA_ARCH_LIST__" in others:
+        return True
+    with open(ii_path, "rb") as f:
+        text = f.read()
+    files = {re.sub(r"\\(.)", r"\1", m.decode("utf-8", "surrogateescape")) for m in _LINE_MARKER.findall(text)}
+    return any(_file_names_list(f) for f in files if not f.startswith("<"))
+
+
+def _record_arch_list_use(target, source, env):
+    """Second half of a preprocess action: the list it used, or an empty record (the last
+    target). The front end's preprocessed text is its own temporary: removed once read."""
+    cmd = env.subst("$_OFFLOAD_NVCC_STEP", target=target, source=source)
+    ii = env.subst("$_OFFLOAD_NVCC_II", target=target, source=source)
+    try:
+        used = _arch_list_use(ii, cmd)
+    finally:
+        if env.get("_OFFLOAD_NVCC_II_TEMP"):
+            os.remove(ii)
+    with open(target[-1].get_abspath(), "w") as f:
+        f.write(env["_OFFLOAD_NVCC_ARCHLIST"] + "\n" if used else "")
+    return 0
+
+
+def _rerun_if_list_used(env, pp, arch_list: str) -> None:
+    """Rerun the preprocess `pp` when its record (its last target) holds another arch list than
+    `arch_list`."""
+    try:
+        with open(pp[-1].get_abspath()) as f:
+            recorded = f.read().strip()
+    except OSError:
+        return             # not built yet (its output is missing, so it runs)
+    if recorded and recorded != arch_list:
+        env.AlwaysBuild(pp)
+
+
+def _intermediate_changed(node, target, prev_ni, repo_node=None) -> bool:
+    """Whether a file one of nvcc's steps wrote changed for the step reading it: its timestamp
+    first, its content only when the timestamp moved (SCons's 'content-timestamp'). With the
+    default 'content' decider SCons hashes every file younger than `max_drift` (two days) on each
+    run: a null build would read the megabytes of preprocessed text per source and arch again."""
+    return node.changed_timestamp_then_content(target, prev_ni, repo_node)
+
+
+def _intermediates(nodes) -> None:
+    for n in nodes:
+        n.Decider(_intermediate_changed)
+
+
+def _out(step: Step) -> str:
+    return step.argv[step.argv.index("-o") + 1]
+
+
 def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
-    """The nodes of one source's compile along nvcc's plan; the object node(s) returned. The
-    parts are on the object as `offload_parts` (host: the host compile, devices: {arch: cubin or
-    PTX}, package: the fat binary)."""
+    """The nodes of one source's compile along nvcc's plan; the object node returned. The parts
+    are on the object as `offload_parts` (host: the host compile, devices: {arch: cubin or
+    PTX}, package: the fat binary).
+
+    Nodes: the front end (host preprocess + `cudafe++`); per virtual arch the device preprocess
+    apart from `cicc` + `ptxas` (one node: nothing between them is reused), so a change that
+    leaves the preprocessed text alone (a host-only flag) stops before `cicc`. The stub `cudafe++` names for the host compile is
+    `<stem>.cudafe1.stub.c` whatever the archs (the host step copies the stub of the arch nvcc
+    would include there), so adding an arch does not change the front end's command."""
     penv = dict(plan.env)
     step_env = dict(senv["ENV"])
     for k in ("PATH", "LD_LIBRARY_PATH", "NVVMIR_LIBRARY_DIR", "CICC_PATH"):
         if k in penv:
             step_env[k] = penv[k]
     base = dict(o, ENV=step_env, _OFFLOAD_NVCC_SRC=s.get_path(), _OFFLOAD_NVCC_SRCABS=s.srcnode().get_abspath())
+    nvcc_id = senv.subst("$_OFFLOAD_NVCC_ID")
+
+    def step(b, sources, cmd: str, **kw):
+        return b(fat, sources, _OFFLOAD_NVCC_STEP=cmd, _OFFLOAD_NVCC_STEPSIG=_step_signature(cmd, nvcc_id), **kw, **base)
     node_of: dict[str, object] = {}  # role -> node
     fe_step = next(st for st in plan.steps if st.kind == "fe")
     host_pp = next(st for st in plan.steps if st.kind == "host_pp")
     fatbin_step = next(st for st in plan.steps if st.kind == "fatbin")
     host_step = next(st for st in plan.steps if st.kind == "host")
 
-    # Front end: host preprocess + cudafe++ (its stub name: the stub of the arch nvcc includes).
-    stub_name = f"{stem(fat)}.{plan.host_stub_arch}.cudafe1.stub.c"
+    # Front end: host preprocess (its text a temporary of this node), then cudafe++.
     fatbin_c_name = f"{stem(fat)}.fatbin.c"
-    pp_cmd = _command(host_pp, {host_pp.argv[host_pp.argv.index("-o") + 1]: "${TARGETS[2]}"})
-    fe_files = {fe_step.argv[-1]: "${TARGETS[2]}",
+    arch_list = next((a[len(_ARCH_LIST_DEF):] for a in host_pp.argv if a.startswith(_ARCH_LIST_DEF)), "")
+    base["_OFFLOAD_NVCC_ARCHLIST"] = arch_list
+    ii = shlex.quote(os.path.join(fat.dir.get_path(), stem(fat) + ".cpp4.ii"))
+    fe_files = {fe_step.argv[-1]: ii,
                 _opt(fe_step.argv, "--gen_c_file_name"): "${TARGETS[0]}",
                 _opt(fe_step.argv, "--module_id_file_name"): "${TARGETS[1]}",
-                os.path.basename(fe_step.stub): stub_name}
-    fe_cmd = _command(fe_step, fe_files)
-    fe = env._OffloadNvccFrontEnd(fat, s, _OFFLOAD_NVCC_STEP=f"{pp_cmd} && {fe_cmd}", **base)
-    node_of.update({"cudafe1.cpp": fe[0], "module_id": fe[1], "ii.host": fe[2]})
+                os.path.basename(fe_step.stub): f"{stem(fat)}.cudafe1.stub.c"}
+    cmd = _command(host_pp, {_out(host_pp): ii}) + " && " + _command(fe_step, fe_files)
+    fe = step(env._OffloadNvccFrontEnd, s, cmd, _OFFLOAD_NVCC_II=ii, _OFFLOAD_NVCC_II_TEMP=True)
+    _rerun_if_list_used(env, fe, arch_list)
+    _intermediates(fe)
+    node_of.update({"cudafe1.cpp": fe[0], "module_id": fe[1]})
 
+    # Per virtual arch: preprocess, then cicc and the ptxas of each of its SASS archs.
     devices = {}
     for st in plan.steps:
         if st.kind == "pp":
-            cmd = _command(st, {st.argv[st.argv.index("-o") + 1]: "${TARGETS[0]}"})
-            node_of[f"ii.{st.virtual}"] = env._OffloadNvccPreprocess(fat, s, _OFFLOAD_NVCC_STEP=cmd,
-                                                                     _OFFLOAD_NVCC_VARCH=st.virtual, **base)[0]
+            cmd = _command(st, {_out(st): "${TARGETS[0]}"})
+            pp = step(env._OffloadNvccPreprocess, s, cmd, _OFFLOAD_NVCC_VARCH=st.virtual, _OFFLOAD_NVCC_II="${TARGETS[0]}")
+            _rerun_if_list_used(env, pp, arch_list)
+            _intermediates(pp)
+            node_of[f"ii.{st.virtual}"] = pp[0]
         elif st.kind == "cicc":
             v = st.virtual
             files = {st.argv[st.argv.index("-o") - 1]: "${SOURCES[0]}",
                      _opt(st.argv, "--module_id_file_name"): "${SOURCES[1]}",
-                     st.argv[st.argv.index("-o") + 1]: "${TARGETS[0]}",
-                     _opt(st.argv, "--gen_c_file_name"): "${TARGETS[1]}",
-                     _opt(st.argv, "--stub_file_name"): "${TARGETS[2]}",
-                     _opt(st.argv, "--gen_device_file_name"): "${TARGETS[3]}",
+                     _out(st): "${TARGETS[0]}",
+                     _opt(st.argv, "--gen_c_file_name"): "${TARGETS[0]}.cudafe1.c",
+                     _opt(st.argv, "--stub_file_name"): "${TARGETS[1]}",
+                     _opt(st.argv, "--gen_device_file_name"): "${TARGETS[0]}.cudafe1.gpu",
                      os.path.basename(st.fatbin_c): fatbin_c_name}
-            cmd = _command(st, files)
-            made = env._OffloadNvccCicc(fat, [node_of[f"ii.{v}"], node_of["module_id"]],
-                                        _OFFLOAD_NVCC_STEP=cmd, _OFFLOAD_NVCC_VARCH=v, **base)
-            node_of.update({f"ptx.{v}": made[0], f"stub.{v}": made[2]})
-        elif st.kind == "ptxas":
-            src_tmp = [t for t in _TMP.findall(" ".join(st.argv)) if t != st.argv[st.argv.index("-o") + 1]][0]
-            cmd = _command(st, {src_tmp: "${SOURCES[0]}", st.argv[st.argv.index("-o") + 1]: "${TARGETS[0]}"})
-            made = env._OffloadNvccPtxas(fat, node_of[st.inputs[0]], _OFFLOAD_NVCC_STEP=cmd,
-                                         _OFFLOAD_NVCC_VARCH=st.virtual, _OFFLOAD_NVCC_RARCH=st.real, **base)
-            node_of[st.outputs[0]] = made[0]
-            devices[st.real] = made[0]
+            # cicc's own C and device files are read by no later step: removed, as nvcc does.
+            cmds = [_command(st, files), "rm -f ${TARGETS[0]}.cudafe1.c ${TARGETS[0]}.cudafe1.gpu"]
+            ptxas = [p for p in plan.steps if p.kind == "ptxas" and p.virtual == v]
+            for i, p in enumerate(ptxas):
+                cmds.append(_command(p, {_out(st): "${TARGETS[0]}", _out(p): f"${{TARGETS[{2 + i}]}}"}))
+            cmds.extend(_command(p, {_out(st): "${TARGETS[0]}"}) for p in plan.steps
+                        if p.kind == "ptxas_check" and p.virtual == v)
+            made = step(env._OffloadNvccDevice, [node_of[f"ii.{v}"], node_of["module_id"]], " && ".join(cmds),
+                        _OFFLOAD_NVCC_VARCH=v, _OFFLOAD_NVCC_RARCHS=[p.real for p in ptxas])
+            _intermediates(made)
+            node_of.update({f"ptx.{v}": made[0], f"stub.{v}": made[1]})
+            for i, p in enumerate(ptxas):
+                node_of[p.outputs[0]] = made[2 + i]
+                devices[p.real] = made[2 + i]
 
     images, files = [], {}
     for a in fatbin_step.argv:
@@ -428,22 +561,21 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
                 devices.setdefault(role.split(".", 1)[1], node_of[role])
     emb = next(a.split("=", 1)[1] for a in fatbin_step.argv if a.startswith("--embedded-fatbin="))
     files[emb] = "${TARGETS[0]}"
-    cmd = _command(fatbin_step, files)
-    fatbin = env._OffloadNvccFatbinary(fat, images, _OFFLOAD_NVCC_STEP=cmd, **base)
+    fatbin = step(env._OffloadNvccFatbinary, images, _command(fatbin_step, files))
+    _intermediates(fatbin)
 
+    # Host compile: the stub nvcc would include copied to the name cudafe++ wrote into the
+    # .cudafe1.cpp, then nvcc's host compile of it (the stub includes the .fatbin.c).
     hfiles = {host_step.argv[host_step.argv.index("-o") - 1]: "${SOURCES[0]}"}
-    cmd = _command(host_step, hfiles)
-    made = env._OffloadNvccHost(fat, [node_of["cudafe1.cpp"], node_of[f"stub.{plan.host_stub_arch}"], fatbin[0]],
-                                _OFFLOAD_NVCC_STEP=cmd, **base)
-    for n in made:
-        n.attributes.offload_parts = {"host": n, "devices": devices, "package": fatbin[0]}
-    return made
+    cmd = "cp -f ${SOURCES[1]} ${TARGETS[1]} && " + _command(host_step, hfiles)
+    made = step(env._OffloadNvccHost, [node_of["cudafe1.cpp"], node_of[f"stub.{plan.host_stub_arch}"], fatbin[0]], cmd)
+    obj = made[0]
+    obj.attributes.offload_parts = {"host": obj, "devices": devices, "package": fatbin[0]}
+    return [obj]
 
 
 def _role_of(plan: Plan, tmp: str) -> str:
     for st in plan.steps:
-        if st.kind == "ptxas" and st.argv[st.argv.index("-o") + 1] == tmp:
-            return st.outputs[0]
-        if st.kind == "cicc" and st.argv[st.argv.index("-o") + 1] == tmp:
+        if st.kind in ("ptxas", "cicc") and _out(st) == tmp:
             return st.outputs[0]
     raise KeyError(tmp)

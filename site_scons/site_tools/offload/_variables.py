@@ -169,12 +169,13 @@ def _fatbin_id(target, source, env, for_signature):
 
 def _nvcc_gencode(target, source, env, for_signature):
     """One `-gencode` per arch: SASS (`code=sm_NN`), plus PTX (`code=compute_NN`, for JIT on
-    later GPUs) when `OFFLOAD_CUDA_PTX` is set, as `nvcc -arch=sm_NN` embeds both."""
+    later GPUs) when `OFFLOAD_CUDA_PTX` is set, as `nvcc -arch=sm_NN` embeds both; PTX only
+    for an entry `compute_NN`."""
     ptx = env.get("OFFLOAD_CUDA_PTX")
     out = []
     for a in env.get("_OFFLOAD_NVCC_ARCHS") or []:
-        n = a[3:]
-        code = f"[sm_{n},compute_{n}]" if ptx else f"sm_{n}"
+        n = a.split("_", 1)[1]
+        code = f"compute_{n}" if a.startswith("compute_") else f"[sm_{n},compute_{n}]" if ptx else f"sm_{n}"
         out.append(f"-gencode arch=compute_{n},code={code}")
     return " ".join(out)
 
