@@ -14,13 +14,13 @@ import hashlib
 import os
 import sys
 
-import SCons.Action
 import SCons.Errors
 import SCons.Script
 import SCons.Tool
 import SCons.Util
 
 from . import _archs, _compdb, _consume, _languages, _nvcc, _toolchain
+from ._signatures import GroupSignatureAction
 from ._archs import archs_for, file_safe
 from ._builders import (COMPILER_VARS, LAUNCH, LIBRARY_VARS, PACKAGE_EMBED, PY, action, builder, canonical, node, nodes,
                         package_embed_builder, registry, settings, stem, wants)
@@ -55,8 +55,8 @@ COMSTRS = {
 }
 
 
-class _CompileAction(SCons.Action.CommandAction):
-    """A host or device compile. When a source that was compiled as OpenMP offload because of its
+class _CompileAction(GroupSignatureAction):
+    """A host or device compile, signed once per group of nodes with the same overrides. When a source that was compiled as OpenMP offload because of its
     suffix fails and it is written in CUDA or HIP, say so and name the setting that fixes it (real
     HIP code lives in `.cpp` files; clang's own error, `hip_runtime.h: Must define exactly one of
     __HIP_PLATFORM_AMD__ ...`, does not say why)."""
@@ -199,6 +199,18 @@ def _source_id_flag(node) -> str:
     return f"$( -DOFFLOAD_TOOL_SOURCE_ID={fid[0]:x}_{fid[1]:x} -include {ID_HEADER} $)" if fid else ""
 
 
+def source_id_flags(target, source, env, for_signature):
+    """`$_OFFLOAD_SOURCE_ID` (`_source_id_flag` of the first source), a callable rather than a
+    per-node override so that the compiles of many sources share one environment's signature text
+    (`_signatures`); the flag is outside signatures, so none is computed for one."""
+    if for_signature or not source or not hasattr(source[0], "srcnode"):
+        return ""
+    return _source_id_flag(source[0])
+
+
+COMMANDS["_OFFLOAD_SOURCE_ID"] = source_id_flags  # a default like the commands (never overridden per node)
+
+
 ID_HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "offload_ids.h")
 
 
@@ -215,11 +227,14 @@ def _src_flags(node, lang) -> str:
 
 def _common_overrides(env, s, lang, kw) -> dict:
     o = dict(kw)
-    o.update(_OFFLOAD_LANG=lang.name, _OFFLOAD_SRCFLAGS=_src_flags(s, lang), _OFFLOAD_CUID=_cuid(s),
-             _OFFLOAD_SOURCE_ID=_source_id_flag(s) if lang.file_identity else "",
+    # Only what differs between sources of one language is set per source (the CUDA/HIP `-cuid`):
+    # OpenMP compiles of one arch then share their overrides, and their signature text.
+    o.update(_OFFLOAD_LANG=lang.name, _OFFLOAD_SRCFLAGS=_src_flags(s, lang),
              _OFFLOAD_CUDAPATHFLAG="--cuda-path=$OFFLOAD_CUDA_PATH" if env.get("OFFLOAD_CUDA_PATH") else "",
              _OFFLOAD_ROCMFLAGS=("--rocm-path=$OFFLOAD_ROCM_PATH" if env.get("OFFLOAD_ROCM_PATH") else ""),
              _OFFLOAD_HOST_LANGFLAGS=lang.host_flags, _OFFLOAD_DEVICE_LANGFLAGS=lang.device_flags)
+    if "_OFFLOAD_CUID" in lang.host_flags + lang.device_flags:
+        o["_OFFLOAD_CUID"] = _cuid(s)
     return o
 
 
@@ -260,7 +275,7 @@ def host_object(env, s, target, kw, extra_sources=(), pic=False):
             _consume.check_before(env, made)  # the .hipfb clang embeds unread
         if lang.file_identity:
             env.Depends(made, env.Value(_identity(s)))
-        _compdb.record(senv.Override(o), made, [s], "OFFLOAD_HOSTCOM")
+        _compdb.record(senv, made, [s], "OFFLOAD_HOSTCOM", o)
         # Every clang-built source has a host object: it owns the source's stale per-arch files.
         clean_stale_archs(env, made, s.dir, stem(s) + ".", (".o", ".bc", ".co"), archs_for(lang, canonical(senv)))
         return made
@@ -283,7 +298,7 @@ def device_object(env, s, arch, target, kw):
         made = env._OffloadDeviceCompile(target, s, **o)
         if lang.file_identity:
             env.Depends(made, env.Value(_identity(s)))
-        _compdb.record(senv.Override(o), made, [s], "OFFLOAD_DEVICECOM")
+        _compdb.record(senv, made, [s], "OFFLOAD_DEVICECOM", o)
         return made
 
     return registry.get(env, _request_key(env, s, target, f"device {arch}"), "device",
