@@ -97,15 +97,25 @@ def generate(root: Path, n: int, sconstruct: str) -> None:
     (root / "SConstruct").write_text(sconstruct)
 
 
+# `python -m SCons`, which then reports the peak RSS of the scons process itself (the graph; the
+# processes it starts are not counted).
+_SCONS_WITH_RSS = ("import atexit, resource, runpy, sys; atexit.register(lambda: sys.stderr.write("
+                   "'scons_scale: maxrss %d\\n' % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)); "
+                   "sys.argv[0] = 'scons'; runpy.run_module('SCons', run_name='__main__', alter_sys=True)")
+
+
 def scons(root: Path, *args) -> tuple[float, dict[str, int], int, float, int]:
     """Run scons; (wall seconds, action counts, exit status, CPU seconds of all its processes,
-    peak RSS in KiB of the largest of them). CPU time is reported too because wall time on a shared
+    peak RSS in KiB of the scons process). CPU time is reported too because wall time on a shared
     2-core machine is noisy."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env["PATH"] = env.get("PATH", "") + os.pathsep + "/usr/local/cuda/bin"
     env.pop("OFFLOAD_VERBOSE", None)
-    cmd = [sys.executable, "-m", "SCons", "-Q", f"--site-dir={REPO / 'site_scons'}", *args]
+    # Python as users run it: caching its bytecode (a sandbox may set this off; both ways then pay
+    # for compiling their modules on every run, the tool's more than SCons's own).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    cmd = [sys.executable, "-c", _SCONS_WITH_RSS, "-Q", f"--site-dir={REPO / 'site_scons'}", *args]
     t0 = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(cmd, cwd=root, stdout=out, stderr=err, text=True, env=env)
@@ -123,7 +133,8 @@ def scons(root: Path, *args) -> tuple[float, dict[str, int], int, float, int]:
         word = line.split(" ", 1)[0]
         if word in ACTION_WORDS:
             counts[word] = counts.get(word, 0) + 1
-    return dt, counts, proc.returncode, cpu, ru.ru_maxrss
+    rss = [int(line.split()[-1]) for line in stderr.splitlines() if line.startswith("scons_scale: maxrss ")]
+    return dt, counts, proc.returncode, cpu, rss[-1] if rss else 0
 
 
 def null_builds(root: Path, jobs: str, archs: str, repeat: int) -> tuple[float, dict[str, int], int, float, int]:
@@ -192,7 +203,7 @@ def main() -> int:
                 r["null"] = null_builds(root, jobs, archs, a.repeat)
                 results[(n, name)] = r
                 print(f"{n:5d} {name:8s} null {r['null'][0]:7.2f} s (cpu {r['null'][3]:6.2f} s, "
-                      f"max rss {r['null'][4] / 1024:6.1f} MiB)  [{fmt_counts(r['null'][1])}]", flush=True)
+                      f"scons max rss {r['null'][4] / 1024:6.1f} MiB)  [{fmt_counts(r['null'][1])}]", flush=True)
                 continue
             generate(root, n, sc)
             r["full"] = scons(root, jobs, f"archs={archs}")
@@ -201,7 +212,7 @@ def main() -> int:
             print(f"{n:5d} {name:8s} full {r['full'][0]:7.2f} s (cpu {r['full'][3]:7.2f} s)  "
                   f"[{fmt_counts(r['full'][1])}]", flush=True)
             print(f"{n:5d} {name:8s} null {r['null'][0]:7.2f} s (cpu {r['null'][3]:6.2f} s, "
-                  f"max rss {r['null'][4] / 1024:6.1f} MiB)  [{fmt_counts(r['null'][1])}]  "
+                  f"scons max rss {r['null'][4] / 1024:6.1f} MiB)  [{fmt_counts(r['null'][1])}]  "
                   f"(scons -q exit {r['uptodate'][2]})", flush=True)
             if n == a.sources:
                 # Adding an arch leaves the tree built for more archs: a project kept for

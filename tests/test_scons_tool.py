@@ -318,3 +318,34 @@ def test_group_signature_follows_flag_changes(mkenv):
     assert b"-O3" in _sig(part(a3, "host")) and b"-O3" not in _sig(dev(a3))
     assert _sig(dev(a)).replace(b"a.sm_80", b"").replace(b"a.c", b"") == \
         _sig(dev(c)).replace(b"c.sm_80", b"").replace(b"c.c", b"")
+
+
+def test_probe_answers_kept_between_runs(tmp_path):
+    """The compiler probes' answers are kept beside `.sconsign` and used while the compiler's
+    installation is unchanged; a wrapper's (not a clang executable itself) are never kept."""
+    need_tool("clang-19")
+    from offload import _probe_cache
+    import shutil
+    clang = os.path.realpath(shutil.which("clang-19"))
+    penv = {"PATH": os.environ["PATH"]}
+    k = _probe_cache.key("clang-19", clang, penv, True)
+    assert k and k == _probe_cache.key("clang-19", clang, penv, True)
+    assert k != _probe_cache.key("clang-19", clang, {"PATH": "/nowhere"}, True)
+    top = str(tmp_path)
+    assert _probe_cache.load(top, k) is None
+    _probe_cache.store(top, k, ["clang version 19", None], [clang])
+    assert _probe_cache.load(top, k)["answers"] == ["clang version 19", None]
+    # an answer naming a file that is gone is not used
+    gone = tmp_path / "gone.so"
+    gone.write_text("")
+    _probe_cache.store(top, k, ["clang version 19", str(gone)], [str(gone)])
+    gone.unlink()
+    assert _probe_cache.load(top, k) is None
+    # a wrapper script answers for a compiler the key cannot see
+    wrapper = tmp_path / "clang-wrap"
+    wrapper.write_text("#!/bin/sh\nexec clang-19 \"$@\"\n")
+    wrapper.chmod(0o755)
+    assert _probe_cache.key("clang-wrap", str(wrapper), penv, True) is None
+    # a damaged file is ignored
+    (tmp_path / ".sconsign.offload-probes.json").write_text("{not json")
+    assert _probe_cache.load(top, k) is None

@@ -13,13 +13,10 @@ from __future__ import annotations
 import SCons.Action
 
 
-def record(env, targets, sources, com: str, overrides: dict | None = None) -> None:
-    """Chain the compiles that made `targets` (with `overrides` on `env`) into the compilation
-    database's entries."""
+def record(env, targets, sources, com: str) -> None:
+    """Chain the compiles that made `targets` into the compilation database's entries."""
     if "compilation_db" not in (env.get("TOOLS") or []):
         return
-    if overrides:
-        env = env.Override(overrides)
     import SCons.Tool.compilation_db as cdb
     make_emitter = getattr(cdb, "make_emit_compilation_DB_entry", None)
     if make_emitter is not None:

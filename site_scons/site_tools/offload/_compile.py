@@ -22,8 +22,8 @@ import SCons.Util
 from . import _archs, _compdb, _consume, _languages, _nvcc, _toolchain
 from ._signatures import GroupSignatureAction
 from ._archs import archs_for, file_safe
-from ._builders import (COMPILER_VARS, LAUNCH, LIBRARY_VARS, PACKAGE_EMBED, PY, action, builder, canonical, node, nodes,
-                        package_embed_builder, registry, settings, stem, wants)
+from ._builders import (COMPILER_VARS, LAUNCH, LIBRARY_VARS, PACKAGE_EMBED, PY, action, builder, canonical, group_env,
+                        node, nodes, package_embed_builder, registry, settings, stem, wants)
 from ._languages import language_of
 
 COMMANDS = {
@@ -270,12 +270,13 @@ def host_object(env, s, target, kw, extra_sources=(), pic=False):
                                        if extra_sources else "")
         if pic:
             _pic_overrides(senv, o)
-        made = env._OffloadHostCompile(target, [s] + list(extra_sources), **o)
+        genv = group_env(env, o)
+        made = genv._OffloadHostCompile(target, [s] + list(extra_sources))
         if extra_sources:
             _consume.check_before(env, made)  # the .hipfb clang embeds unread
         if lang.file_identity:
             env.Depends(made, env.Value(_identity(s)))
-        _compdb.record(senv, made, [s], "OFFLOAD_HOSTCOM", o)
+        _compdb.record(genv, made, [s], "OFFLOAD_HOSTCOM")
         # Every clang-built source has a host object: it owns the source's stale per-arch files.
         clean_stale_archs(env, made, s.dir, stem(s) + ".", (".o", ".bc", ".co"), archs_for(lang, canonical(senv)))
         return made
@@ -295,10 +296,11 @@ def device_object(env, s, arch, target, kw):
     def make():
         o = _common_overrides(senv, s, lang, kw)
         o["OFFLOAD_ARCH"] = arch
-        made = env._OffloadDeviceCompile(target, s, **o)
+        genv = group_env(env, o)
+        made = genv._OffloadDeviceCompile(target, s)
         if lang.file_identity:
             env.Depends(made, env.Value(_identity(s)))
-        _compdb.record(senv, made, [s], "OFFLOAD_DEVICECOM", o)
+        _compdb.record(genv, made, [s], "OFFLOAD_DEVICECOM")
         return made
 
     return registry.get(env, _request_key(env, s, target, f"device {arch}"), "device",

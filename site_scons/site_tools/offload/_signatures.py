@@ -29,15 +29,15 @@ import SCons.Util
 _UNMEMOISABLE = object()
 
 
-def _frozen(value):
+def frozen(value):
     """A hashable form of an override value, or raise TypeError for one whose identity could be
     reused (a plain object that may be collected)."""
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     if isinstance(value, (list, tuple, collections.UserList)):
-        return (type(value).__name__,) + tuple(_frozen(v) for v in value)
+        return (type(value).__name__,) + tuple(frozen(v) for v in value)
     if isinstance(value, dict):
-        return ("dict",) + tuple(sorted((str(k), _frozen(v)) for k, v in value.items()))
+        return ("dict",) + tuple(sorted((str(k), frozen(v)) for k, v in value.items()))
     if callable(value) or hasattr(value, "for_signature"):
         # A function or a node: itself (hashed by identity; the key keeps it alive, so its
         # identity is never another object's).
@@ -53,7 +53,7 @@ def environment_key(env):
     parts = []
     while isinstance(env, SCons.Environment.OverrideEnvironment):
         try:
-            parts.append(tuple(sorted((k, _frozen(v)) for k, v in env.__dict__["overrides"].items())))
+            parts.append(tuple(sorted((k, frozen(v)) for k, v in env.__dict__["overrides"].items())))
         except TypeError:
             return None
         env = env.__dict__["__subject"]
@@ -78,6 +78,7 @@ class GroupSignatureAction(SCons.Action.CommandAction):
     def __init__(self, cmd, **kw):
         super().__init__(cmd, **kw)
         self._templates: dict = {}
+        self._env_keys: dict[int, tuple] = {}
         self._lock = threading.Lock()
 
     def get_presig(self, target, source, env, executor=None):
@@ -96,7 +97,10 @@ class GroupSignatureAction(SCons.Action.CommandAction):
         None where SCons's own per-node computation must answer."""
         if SCons.Script.sconscript_reading:
             return None
-        env_key = environment_key(env)
+        known = self._env_keys.get(id(env))
+        if known is None:  # (the entry holds `env`: its id stays its own)
+            known = self._env_keys[id(env)] = (env, environment_key(env))
+        env_key = known[1]
         if env_key is None:
             return None
         key = (env_key, len(target), len(source))
