@@ -10,11 +10,13 @@ own `Object`."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import sys
 
 import SCons.Errors
+import SCons.Node.FS
 import SCons.Script
 import SCons.Tool
 import SCons.Util
@@ -114,15 +116,24 @@ def _mark(**attributes):
         lang = env["_OFFLOAD_LANG"]
         # A target named from its source by the builder's suffix is an Entry until SCons decides;
         # these are files, and whatever walks the graph (progress, reports) may ask now.
-        target = [env.File(t) for t in target]
+        target = [t if isinstance(t, SCons.Node.FS.File) else env.File(t) for t in target]
+        image = _image(env.subst("$OFFLOAD_ARCH"), lang) if attributes.get("image") else None
         for t in target:
             t.attributes.offload_lang = lang
-            if attributes.get("image"):
-                arch = env.subst("$OFFLOAD_ARCH")
-                t.attributes.offload_image = {"arch": arch, "triple": _archs.triple(arch),
-                                              "kind": _languages.LANGUAGES[lang].offload_kind}
+            if image:
+                t.attributes.offload_image = dict(image)
         return target, source
     return emit
+
+
+@functools.lru_cache(maxsize=None)
+def _triple(arch: str) -> str:
+    return _archs.triple(arch)
+
+
+def _image(arch: str, lang: str) -> dict:
+    """What a device object of `arch` is (`offload_image`; the triple computed once per arch)."""
+    return {"arch": arch, "triple": _triple(arch), "kind": _languages.LANGUAGES[lang].offload_kind}
 
 
 def _package_emitter(target, source, env):
