@@ -58,9 +58,10 @@ COMSTRS = {
 
 
 class _CompileAction(GroupSignatureAction):
-    """A host or device compile, signed once per group of nodes with the same overrides. When a source that was compiled as OpenMP offload because of its
-    suffix fails and it is written in CUDA or HIP, say so and name the setting that fixes it (real
-    HIP code lives in `.cpp` files; clang's own error, `hip_runtime.h: Must define exactly one of
+    """A host or device compile, signed once per group of nodes with the same overrides
+    (`_signatures`). When a source that was compiled as OpenMP offload because of its suffix fails
+    and it is written in CUDA or HIP, say so and name the setting that fixes it (real HIP code
+    lives in `.cpp` files; clang's own error, `hip_runtime.h: Must define exactly one of
     __HIP_PLATFORM_AMD__ ...`, does not say why)."""
 
     def execute(self, target, source, env, executor=None):
@@ -214,7 +215,8 @@ def source_id_flags(target, source, env, for_signature):
     """`$_OFFLOAD_SOURCE_ID` (`_source_id_flag` of the first source), a callable rather than a
     per-node override so that the compiles of many sources share one environment's signature text
     (`_signatures`); the flag is outside signatures, so none is computed for one."""
-    if for_signature or not source or not hasattr(source[0], "srcnode"):
+    lang = _languages.LANGUAGES.get(env.get("_OFFLOAD_LANG", ""))
+    if for_signature or not (lang and lang.file_identity) or not source or not hasattr(source[0], "srcnode"):
         return ""
     return _source_id_flag(source[0])
 
