@@ -10,17 +10,28 @@ Generates a project of N OpenMP C sources x M offload archs (default 100 x 4) tw
 and measures, for each: the full build at -jJOBS, the null build, and the rebuild after adding one
 arch. Prints times, action counts and the ratios the tool aims for:
   full build no slower than the usual way; add-arch rebuild <= 0.35x the usual way's;
-  null build < 3 s at 100 x 4 and <= 2x the usual way's.
+  null build <= 1.0x the usual way's at 100 x 4.
+
+`--large 1000` adds a project pair of 1,000 generated sources, built once, whose null build is a
+row of its own (target <= 1.2x the usual way's), with the memory SCons holds for its graph (peak
+RSS of the scons process). Building it takes a while; with `--keep DIR` the built trees stay, and
+`--null-only --keep DIR` later re-runs only the null builds on them (median of `--repeat` runs).
+`--fill` brings the large pair up to date in minutes instead of an hour: each command copies the
+main project's output of the same kind instead of compiling (see FILL); its null builds are real.
+
+Null-build times are medians; CPU time (user + sys of scons and everything it runs) is printed
+beside wall time because wall time on a shared machine is noisy.
 
 Usage: python3 bench/scons_scale.py [--sources N] [--archs sm_75,sm_80,gfx90a,gfx1030]
-                                    [--add-arch sm_90] [--jobs 2] [--clang clang-19] [--keep DIR]"""
+                                    [--add-arch sm_90] [--jobs 2] [--clang clang-19] [--keep DIR]
+                                    [--large N [--fill]] [--null-only] [--repeat 3]"""
 
 from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -58,7 +69,7 @@ env = Environment(tools=['default', 'offload'], OFFLOAD_CLANG={clang!r},
                   OFFLOAD_ARCHS=ARGUMENTS['archs'].split(','), OFFLOAD_HOSTFLAGS=['-O2'],
                   OFFLOAD_DEVICEFLAGS=['-O2'])
 env.OffloadProgram('app', Glob('src/*.c'))
-"""
+{fill}"""
 
 USUAL_SCONSTRUCT = """\
 DefaultEnvironment(tools=[])
@@ -73,7 +84,41 @@ env = Environment(tools=['default'], CC={clang!r}, LINK={clangxx!r},
                              '--rocm-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode'],
                   CCCOMSTR='CC $SOURCE', LINKCOMSTR='LINK $TARGET')
 env.Program('app', Glob('src/*.c'))
+{fill}"""
+
+# Bringing a large project up to date without compiling it (`--large N --fill`): with
+# `bench_fill=<built project>`, every command the build would start instead copies the file of the same
+# kind from the built 100-source project (`src/k0123.sm_80.o` <- `src/k0000.sm_80.o`). The tool's
+# in-process steps (package + embed) run for real on those copies. Signatures do not include how a
+# command is run (SCons's SPAWN), so .sconsign holds what a real build would, every file has the
+# size a real one has, and the null builds that follow run exactly as after a real build.
+FILL = """\
+if ARGUMENTS.get('bench_fill'):
+    import sys
+    sys.path.insert(0, {bench!r})
+    import scons_scale
+    env['SPAWN'] = scons_scale.fill_spawn(ARGUMENTS['bench_fill'])
 """
+
+
+def fill_spawn(reference: str):
+    """The SPAWN of a `bench_fill` run (see FILL)."""
+    import re
+
+    def spawn(sh, escape, cmd, args, env):
+        if "-o" in args:
+            out = args[args.index("-o") + 1]
+        elif len(args) > 2 and args[1].endswith("_device_link.py"):
+            out = args[2]
+        else:
+            sys.stderr.write(f"scons_scale: fill: no output in {' '.join(args)[:200]}\n")
+            return 1
+        out = out.strip("'\"")
+        ref = os.path.join(reference, re.sub(r"k\d{4}(\.[^/]*)$", r"k0000\1", out))
+        shutil.copyfile(ref, out)
+        return 0
+    return spawn
+
 
 ACTION_WORDS = ("HOST", "DEVICE", "DEVICELINK", "PACKAGE", "EMBED", "PACKAGE+EMBED", "LINK", "CC")
 
@@ -88,32 +133,76 @@ def generate(root: Path, n: int, sconstruct: str) -> None:
     (root / "SConstruct").write_text(sconstruct)
 
 
-def scons(root: Path, *args) -> tuple[float, dict[str, int], int, float]:
-    """Run scons; (wall seconds, action counts, exit status, CPU seconds of all its processes).
-    CPU time is reported too because wall time on a shared 2-core machine is noisy."""
+# `python -m SCons`, which then reports the peak RSS of the scons process itself (the graph; the
+# processes it starts are not counted).
+_SCONS_WITH_RSS = ("import atexit, resource, runpy, sys; atexit.register(lambda: sys.stderr.write("
+                   "'scons_scale: maxrss %d\\n' % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)); "
+                   "sys.argv[0] = 'scons'; runpy.run_module('SCons', run_name='__main__', alter_sys=True)")
+
+
+def scons(root: Path, *args) -> tuple[float, dict[str, int], int, float, int]:
+    """Run scons; (wall seconds, action counts, exit status, CPU seconds of all its processes,
+    peak RSS in KiB of the scons process). CPU time is reported too because wall time on a shared
+    2-core machine is noisy."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env["PATH"] = env.get("PATH", "") + os.pathsep + "/usr/local/cuda/bin"
     env.pop("OFFLOAD_VERBOSE", None)
-    cmd = [sys.executable, "-m", "SCons", "-Q", f"--site-dir={REPO / 'site_scons'}", *args]
-    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # Python as users run it: caching its bytecode (a sandbox may set this off; both ways then pay
+    # for compiling their modules on every run, the tool's more than SCons's own).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    cmd = [sys.executable, "-c", _SCONS_WITH_RSS, "-Q", f"--site-dir={REPO / 'site_scons'}", *args]
     t0 = time.perf_counter()
-    cp = subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=env)
-    dt = time.perf_counter() - t0
-    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
-    if cp.returncode not in (0, 1) or (cp.returncode == 1 and "-q" not in args):
-        sys.exit(f"scons {' '.join(args)} failed in {root}:\n{cp.stdout[-3000:]}\n{cp.stderr[-3000:]}")
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(cmd, cwd=root, stdout=out, stderr=err, text=True, env=env)
+        _, status, ru = os.wait4(proc.pid, 0)
+        dt = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    cpu = ru.ru_utime + ru.ru_stime
+    if proc.returncode not in (0, 1) or (proc.returncode == 1 and "-q" not in args):
+        sys.exit(f"scons {' '.join(args)} failed in {root}:\n{stdout[-3000:]}\n{stderr[-3000:]}")
     counts: dict[str, int] = {}
-    for line in cp.stdout.splitlines():
+    for line in stdout.splitlines():
         word = line.split(" ", 1)[0]
         if word in ACTION_WORDS:
             counts[word] = counts.get(word, 0) + 1
-    return dt, counts, cp.returncode, cpu
+    rss = [int(line.split()[-1]) for line in stderr.splitlines() if line.startswith("scons_scale: maxrss ")]
+    return dt, counts, proc.returncode, cpu, rss[-1] if rss else 0
+
+
+def null_builds(root: Path, jobs: str, archs: str, repeat: int) -> tuple[float, dict[str, int], int, float, int]:
+    """`repeat` null builds: median wall and CPU time, the counts of the last (nothing should run)."""
+    runs = [scons(root, jobs, f"archs={archs}") for _ in range(repeat)]
+    counts = {}
+    for r in runs:
+        for k, v in r[1].items():
+            counts[k] = max(counts.get(k, 0), v)
+    return (statistics.median(r[0] for r in runs), counts, runs[-1][2], statistics.median(r[3] for r in runs),
+            max(r[4] for r in runs))
 
 
 def fmt_counts(c: dict[str, int]) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(c.items())) or "-"
+
+
+def sconstructs(a) -> dict[str, str]:
+    clang = shutil.which(a.clang)
+    if not clang:
+        sys.exit(f"scons_scale: error: {a.clang} not found (install the Debian package clang-19)")
+    llvmlib = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(clang))), "lib")
+    clangxx = a.clang.replace("clang", "clang++", 1)
+    fill = FILL.format(bench=str(Path(__file__).resolve().parent))
+    return {"usual": USUAL_SCONSTRUCT.format(clang=a.clang, clangxx=clangxx, llvmlib=llvmlib, fill=fill),
+            "offload": OFFLOAD_SCONSTRUCT.format(clang=a.clang, fill=fill)}
+
+
+def project(base: Path, n: int, default_n: int) -> Path:
+    """Where the project pair of `n` sources lives: `base` itself for the main one (as before),
+    `base/large<n>` for the `--large` one."""
+    return base if n == default_n else base / f"large{n}"
 
 
 def main() -> int:
@@ -124,46 +213,83 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--clang", default="clang-19")
     ap.add_argument("--keep", help="build in this directory and keep it")
+    ap.add_argument("--large", type=int, default=0, metavar="N",
+                    help="also a project of N sources (e.g. 1000), for its null-build row")
+    ap.add_argument("--null-only", action="store_true",
+                    help="only the null builds, on the projects already built in --keep DIR")
+    ap.add_argument("--repeat", type=int, default=3, help="null builds per project (median)")
+    ap.add_argument("--fill", action="store_true",
+                    help="bring the --large projects up to date by copying the built main project's "
+                         "outputs instead of compiling (for their null-build row; see FILL)")
     a = ap.parse_args()
-    clang = shutil.which(a.clang)
-    if not clang:
-        sys.exit(f"scons_scale: error: {a.clang} not found (install the Debian package clang-19)")
-    llvmlib = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(clang))), "lib")
-    clangxx = a.clang.replace("clang", "clang++", 1)
+    if a.null_only and not a.keep:
+        sys.exit("scons_scale: error: --null-only needs --keep DIR (the projects built before)")
+    scs = sconstructs(a)
     base = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="scons_scale."))
-    if base.exists() and a.keep:
+    main_built = all((base / name / ".sconsign.dblite").exists() for name in scs)
+    if a.fill and a.large and main_built:
+        pass  # the main pair, built before, is the reference the large pair is filled from
+    elif base.exists() and a.keep and not a.null_only:
         shutil.rmtree(base)
+        main_built = False
     archs = a.archs
     more = archs + "," + a.add_arch
     jobs = f"-j{a.jobs}"
-    results = {}
-    for name, sc in (("usual", USUAL_SCONSTRUCT.format(clang=a.clang, clangxx=clangxx, llvmlib=llvmlib)),
-                     ("offload", OFFLOAD_SCONSTRUCT.format(clang=a.clang))):
-        root = base / name
-        generate(root, a.sources, sc)
-        r = {}
-        r["full"] = scons(root, jobs, f"archs={archs}")
-        r["null"] = scons(root, jobs, f"archs={archs}")
-        r["uptodate"] = scons(root, "-q", f"archs={archs}")
-        r["add"] = scons(root, jobs, f"archs={more}")
-        results[name] = r
-        print(f"{name:8s} full {r['full'][0]:7.2f} s (cpu {r['full'][3]:7.2f} s)  [{fmt_counts(r['full'][1])}]",
-              flush=True)
-        print(f"{name:8s} null {r['null'][0]:7.2f} s (cpu {r['null'][3]:7.2f} s)  [{fmt_counts(r['null'][1])}]  "
-              f"(scons -q exit {r['uptodate'][2]})", flush=True)
-        print(f"{name:8s} +{a.add_arch:6s}{r['add'][0]:7.2f} s (cpu {r['add'][3]:7.2f} s)  "
-              f"[{fmt_counts(r['add'][1])}]", flush=True)
-    u, o = results["usual"], results["offload"]
+    sizes = [a.sources] + ([a.large] if a.large else [])
+    results: dict[tuple[int, str], dict] = {}
+    for n in sizes:
+        for name, sc in scs.items():
+            root = project(base, n, a.sources) / name
+            r = {}
+            if a.null_only or (n == a.sources and a.fill and main_built):
+                if not (root / ".sconsign.dblite").exists():
+                    sys.exit(f"scons_scale: error: {root} was not built (run without --null-only first)")
+                r["null"] = null_builds(root, jobs, archs, a.repeat)
+                results[(n, name)] = r
+                print(f"{n:5d} {name:8s} null {r['null'][0]:7.2f} s (cpu {r['null'][3]:6.2f} s, "
+                      f"scons max rss {r['null'][4] / 1024:6.1f} MiB)  [{fmt_counts(r['null'][1])}]", flush=True)
+                continue
+            generate(root, n, sc)
+            if a.fill and n != a.sources:
+                ref = project(base, a.sources, a.sources) / name
+                r["full"] = scons(root, jobs, f"archs={archs}", f"bench_fill={ref}")
+            else:
+                r["full"] = scons(root, jobs, f"archs={archs}")
+            r["null"] = null_builds(root, jobs, archs, a.repeat)
+            r["uptodate"] = scons(root, "-q", f"archs={archs}")
+            filled = " (filled by copying, not compiled)" if a.fill and n != a.sources else ""
+            print(f"{n:5d} {name:8s} full{filled} {r['full'][0]:7.2f} s (cpu {r['full'][3]:7.2f} s)  "
+                  f"[{fmt_counts(r['full'][1])}]", flush=True)
+            print(f"{n:5d} {name:8s} null {r['null'][0]:7.2f} s (cpu {r['null'][3]:6.2f} s, "
+                  f"scons max rss {r['null'][4] / 1024:6.1f} MiB)  [{fmt_counts(r['null'][1])}]  "
+                  f"(scons -q exit {r['uptodate'][2]})", flush=True)
+            if n == a.sources:
+                # Adding an arch leaves the tree built for more archs: a project kept for
+                # --null-only is put back to the archs its null build uses.
+                r["add"] = scons(root, jobs, f"archs={more}")
+                print(f"{n:5d} {name:8s} +{a.add_arch:6s}{r['add'][0]:7.2f} s (cpu {r['add'][3]:7.2f} s)  "
+                      f"[{fmt_counts(r['add'][1])}]", flush=True)
+                if a.keep:
+                    scons(root, jobs, f"archs={archs}")
+            results[(n, name)] = r
     print()
-    print(f"project: {a.sources + 1} OpenMP C sources x {len(archs.split(','))} archs ({archs}), "
-          f"+{a.add_arch}, {jobs}, {a.clang}")
-    print(f"{'':14s}{'usual':>10s}{'offload':>10s}{'ratio':>8s}{'cpu ratio':>10s}  target")
-    rows = [("full build", "full", "<= 1.00"), ("null build", "null", "<= 2.00 and offload < 3 s"),
-            (f"add {a.add_arch}", "add", "<= 0.35")]
-    for label, key, target in rows:
-        ut, ot = u[key][0], o[key][0]
-        uc, oc = u[key][3], o[key][3]
-        print(f"{label:14s}{ut:9.2f}s{ot:9.2f}s{ot / ut:8.2f}{oc / max(uc, 1e-9):10.2f}  {target}")
+    print(f"projects: N OpenMP C sources + main.c x {len(archs.split(','))} archs ({archs}), "
+          f"+{a.add_arch}, {jobs}, {a.clang}; times are wall (null builds: median of {a.repeat})")
+    print(f"{'':20s}{'usual':>10s}{'offload':>10s}{'ratio':>8s}{'cpu usual':>11s}{'cpu offload':>12s}"
+          f"{'cpu ratio':>10s}  target")
+    null_only_main = a.null_only or (a.fill and main_built)
+    rows = [] if null_only_main else [(a.sources, "full build", "full", "<= 1.00"),
+                                      (a.sources, f"add {a.add_arch}", "add", "<= 0.35")]
+    rows.insert(0 if null_only_main else 1, (a.sources, "null build", "null", "<= 1.00"))
+    if a.large:
+        rows.append((a.large, "null build", "null", "<= 1.20"))
+    for n, label, key, target in rows:
+        u, o = results[(n, "usual")][key], results[(n, "offload")][key]
+        print(f"{f'{n} src {label}':20s}{u[0]:9.2f}s{o[0]:9.2f}s{o[0] / u[0]:8.2f}{u[3]:10.2f}s{o[3]:11.2f}s"
+              f"{o[3] / max(u[3], 1e-9):10.2f}  {target}")
+    for n in sizes:
+        u, o = results[(n, "usual")]["null"], results[(n, "offload")]["null"]
+        print(f"{n} src null build, peak RSS of scons: usual {u[4] / 1024:.1f} MiB, offload {o[4] / 1024:.1f} MiB")
     if not a.keep:
         shutil.rmtree(base, ignore_errors=True)
     else:

@@ -13,6 +13,7 @@ import pytest
 from conftest import need_tool
 from scons_helpers import REPO, SITE_TOOLS, Project, scons_env
 
+import SCons.Action
 import SCons.Environment
 import SCons.Errors
 import SCons.Node.FS
@@ -255,3 +256,96 @@ def test_device_link_helper_errors(tmp_path, clang, images, message):
     cp = subprocess.run(argv, capture_output=True, text=True, env=scons_env())
     assert cp.returncode == 1 and message in cp.stderr and "Traceback" not in cp.stderr, cp.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ref.o"]
+
+
+def _compile_nodes(objs) -> list:
+    out = []
+    for o in objs:
+        parts = o.attributes.offload_parts
+        out += [parts["host"], *parts["devices"].values()]
+    return out
+
+
+@pytest.mark.parametrize("extra", [{}, {"CCFLAGS": ["-DSTEM=${SOURCE.filebase}"]},
+                                   {"CPPDEFINES": {"OUT": "${TARGET.name}"}, "OFFLOAD_LAUNCHER": "ccache"}])
+def test_group_signatures_are_scons_own(mkenv, extra):
+    """A compile's signature, computed once per group of nodes with the same overrides, is
+    byte-identical to SCons's own per-node one: for every language, for sources of two suffixes,
+    for a caller's overrides, and where a flag asks a source or target more than its name (that
+    group falls back to SCons's own substitution)."""
+    need_tool("clang-19")
+    from offload._signatures import GroupSignatureAction
+    env = mkenv(OFFLOAD_ARCHS=["sm_80", "gfx90a"], CPPPATH=["include"], **extra)
+    objs = list(env.OffloadObject(["src/a.c", "src/b.cpp", "src/c.c", "src/k.cu", "src/v.hip"]))
+    with open("src/d.c", "w") as f:
+        f.write("int y;\n")
+    objs += env.OffloadObject("src/d.c", OFFLOAD_DEVICEFLAGS=["-O3"])
+    nodes = _compile_nodes(objs)
+    assert len(nodes) == 4 * 3 + 2 + 2  # CUDA: sm_80 only; HIP: gfx90a only
+    actions = set()
+    for n in nodes:
+        ex = n.get_executor()
+        (act,) = [a for a in ex.get_action_list() if isinstance(a, GroupSignatureAction)]
+        actions.add(act)
+        tgts, srcs, benv = ex.get_all_targets(), ex.get_all_sources(), ex.get_build_env()
+        own = SCons.Action.CommandAction.get_presig(act, tgts, srcs, benv)
+        assert act.get_presig(tgts, srcs, benv) == own
+        assert act.get_contents(tgts, srcs, benv) == SCons.Action.ActionBase.get_contents(act, tgts, srcs, benv)
+    groups = [m for act in actions for m in act._templates.values()]
+    memoised = [m for m in groups if isinstance(m[0], str)]
+    if extra.get("CCFLAGS") or extra.get("CPPDEFINES"):
+        assert not memoised  # every group asked a node for more than its name
+    else:
+        # a.c and c.c share their host group and one group per arch; CUDA/HIP are one per source.
+        assert len(memoised) < len(nodes) - 3
+
+
+def test_group_signature_follows_flag_changes(mkenv):
+    """What rebuilds with group signatures: a flag changed for one source's call changes that
+    source's compiles (and only the affected side), not the others'."""
+    need_tool("clang-19")
+    env = mkenv(OFFLOAD_ARCHS=["sm_80"])
+    for name in ("d.c", "e.c"):
+        with open("src/" + name, "w") as f:
+            f.write("int y;\n")
+    a, c = env.OffloadObject(["src/a.c", "src/c.c"])
+    a2 = env.OffloadObject("src/d.c", OFFLOAD_DEVICEFLAGS=["-O3"])[0]
+    a3 = env.OffloadObject("src/e.c", OFFLOAD_HOSTFLAGS=["-O3"])[0]
+    part = lambda o, k: o.attributes.offload_parts[k]
+    dev = lambda o: part(o, "devices")["sm_80"]
+    assert _sig(dev(a)) != _sig(dev(c)) and _sig(part(a, "host")) != _sig(part(c, "host"))
+    assert b"-O3" in _sig(dev(a2)) and b"-O3" not in _sig(part(a2, "host"))
+    assert b"-O3" in _sig(part(a3, "host")) and b"-O3" not in _sig(dev(a3))
+    assert _sig(dev(a)).replace(b"a.sm_80", b"").replace(b"a.c", b"") == \
+        _sig(dev(c)).replace(b"c.sm_80", b"").replace(b"c.c", b"")
+
+
+def test_probe_answers_kept_between_runs(tmp_path):
+    """The compiler probes' answers are kept beside `.sconsign` and used while the compiler's
+    installation is unchanged; a wrapper's (not a clang executable itself) are never kept."""
+    need_tool("clang-19")
+    from offload import _probe_cache
+    import shutil
+    clang = os.path.realpath(shutil.which("clang-19"))
+    penv = {"PATH": os.environ["PATH"]}
+    k = _probe_cache.key("clang-19", clang, penv, True)
+    assert k and k == _probe_cache.key("clang-19", clang, penv, True)
+    assert k != _probe_cache.key("clang-19", clang, {"PATH": "/nowhere"}, True)
+    top = str(tmp_path)
+    assert _probe_cache.load(top, k) is None
+    _probe_cache.store(top, k, ["clang version 19", None], [clang])
+    assert _probe_cache.load(top, k)["answers"] == ["clang version 19", None]
+    # an answer naming a file that is gone is not used
+    gone = tmp_path / "gone.so"
+    gone.write_text("")
+    _probe_cache.store(top, k, ["clang version 19", str(gone)], [str(gone)])
+    gone.unlink()
+    assert _probe_cache.load(top, k) is None
+    # a wrapper script answers for a compiler the key cannot see
+    wrapper = tmp_path / "clang-wrap"
+    wrapper.write_text("#!/bin/sh\nexec clang-19 \"$@\"\n")
+    wrapper.chmod(0o755)
+    assert _probe_cache.key("clang-wrap", str(wrapper), penv, True) is None
+    # a damaged file is ignored
+    (tmp_path / ".sconsign.offload-probes.json").write_text("{not json")
+    assert _probe_cache.load(top, k) is None

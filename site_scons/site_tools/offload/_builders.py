@@ -19,7 +19,7 @@ import SCons.Errors
 import SCons.Node
 import SCons.Util
 
-from . import _archs, _variables
+from . import _archs, _signatures, _variables
 
 LAUNCH = "$( $_OFFLOAD_LAUNCH $)"
 PY = "$( $OFFLOAD_PYTHON $)"
@@ -103,6 +103,24 @@ def nodes(env, xs) -> list:
 def settings(env, kw):
     """The environment the pseudo-builder reads settings from (caller's overrides applied)."""
     return env.Override(kw) if kw else env
+
+
+_GROUP_ENVS: dict[tuple, object] = {}
+
+
+def group_env(env, overrides: dict):
+    """`env.Override(overrides)`, one environment for every call with equal overrides on `env`:
+    the compiles of one language and arch share it (and with it their signature text, see
+    `_signatures`) instead of each node making its own. Overrides that cannot be compared (an
+    arbitrary object a caller passed) get an environment of their own, as before."""
+    try:
+        key = (id(env), _signatures.frozen(overrides))
+    except TypeError:
+        return env.Override(overrides)
+    made = _GROUP_ENVS.get(key)
+    if made is None:
+        made = _GROUP_ENVS[key] = env.Override(overrides)  # (holds `env`: its id stays its own)
+    return made
 
 
 def canonical(env) -> list[str]:

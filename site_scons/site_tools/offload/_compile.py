@@ -10,20 +10,22 @@ own `Object`."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import sys
 
-import SCons.Action
 import SCons.Errors
+import SCons.Node.FS
 import SCons.Script
 import SCons.Tool
 import SCons.Util
 
 from . import _archs, _compdb, _consume, _languages, _nvcc, _toolchain
+from ._signatures import GroupSignatureAction
 from ._archs import archs_for, file_safe
-from ._builders import (COMPILER_VARS, LAUNCH, LIBRARY_VARS, PACKAGE_EMBED, PY, action, builder, canonical, node, nodes,
-                        package_embed_builder, registry, settings, stem, wants)
+from ._builders import (COMPILER_VARS, LAUNCH, LIBRARY_VARS, PACKAGE_EMBED, PY, action, builder, canonical, group_env,
+                        node, nodes, package_embed_builder, registry, settings, stem, wants)
 from ._languages import language_of
 
 COMMANDS = {
@@ -55,10 +57,11 @@ COMSTRS = {
 }
 
 
-class _CompileAction(SCons.Action.CommandAction):
-    """A host or device compile. When a source that was compiled as OpenMP offload because of its
-    suffix fails and it is written in CUDA or HIP, say so and name the setting that fixes it (real
-    HIP code lives in `.cpp` files; clang's own error, `hip_runtime.h: Must define exactly one of
+class _CompileAction(GroupSignatureAction):
+    """A host or device compile, signed once per group of nodes with the same overrides
+    (`_signatures`). When a source that was compiled as OpenMP offload because of its suffix fails
+    and it is written in CUDA or HIP, say so and name the setting that fixes it (real HIP code
+    lives in `.cpp` files; clang's own error, `hip_runtime.h: Must define exactly one of
     __HIP_PLATFORM_AMD__ ...`, does not say why)."""
 
     def execute(self, target, source, env, executor=None):
@@ -114,15 +117,24 @@ def _mark(**attributes):
         lang = env["_OFFLOAD_LANG"]
         # A target named from its source by the builder's suffix is an Entry until SCons decides;
         # these are files, and whatever walks the graph (progress, reports) may ask now.
-        target = [env.File(t) for t in target]
+        target = [t if isinstance(t, SCons.Node.FS.File) else env.File(t) for t in target]
+        image = _image(env.subst("$OFFLOAD_ARCH"), lang) if attributes.get("image") else None
         for t in target:
             t.attributes.offload_lang = lang
-            if attributes.get("image"):
-                arch = env.subst("$OFFLOAD_ARCH")
-                t.attributes.offload_image = {"arch": arch, "triple": _archs.triple(arch),
-                                              "kind": _languages.LANGUAGES[lang].offload_kind}
+            if image:
+                t.attributes.offload_image = dict(image)
         return target, source
     return emit
+
+
+@functools.lru_cache(maxsize=None)
+def _triple(arch: str) -> str:
+    return _archs.triple(arch)
+
+
+def _image(arch: str, lang: str) -> dict:
+    """What a device object of `arch` is (`offload_image`; the triple computed once per arch)."""
+    return {"arch": arch, "triple": _triple(arch), "kind": _languages.LANGUAGES[lang].offload_kind}
 
 
 def _package_emitter(target, source, env):
@@ -199,6 +211,19 @@ def _source_id_flag(node) -> str:
     return f"$( -DOFFLOAD_TOOL_SOURCE_ID={fid[0]:x}_{fid[1]:x} -include {ID_HEADER} $)" if fid else ""
 
 
+def source_id_flags(target, source, env, for_signature):
+    """`$_OFFLOAD_SOURCE_ID` (`_source_id_flag` of the first source), a callable rather than a
+    per-node override so that the compiles of many sources share one environment's signature text
+    (`_signatures`); the flag is outside signatures, so none is computed for one."""
+    lang = _languages.LANGUAGES.get(env.get("_OFFLOAD_LANG", ""))
+    if for_signature or not (lang and lang.file_identity) or not source or not hasattr(source[0], "srcnode"):
+        return ""
+    return _source_id_flag(source[0])
+
+
+COMMANDS["_OFFLOAD_SOURCE_ID"] = source_id_flags  # a default like the commands (never overridden per node)
+
+
 ID_HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "offload_ids.h")
 
 
@@ -215,11 +240,14 @@ def _src_flags(node, lang) -> str:
 
 def _common_overrides(env, s, lang, kw) -> dict:
     o = dict(kw)
-    o.update(_OFFLOAD_LANG=lang.name, _OFFLOAD_SRCFLAGS=_src_flags(s, lang), _OFFLOAD_CUID=_cuid(s),
-             _OFFLOAD_SOURCE_ID=_source_id_flag(s) if lang.file_identity else "",
+    # Only what differs between sources of one language is set per source (the CUDA/HIP `-cuid`):
+    # OpenMP compiles of one arch then share their overrides, and their signature text.
+    o.update(_OFFLOAD_LANG=lang.name, _OFFLOAD_SRCFLAGS=_src_flags(s, lang),
              _OFFLOAD_CUDAPATHFLAG="--cuda-path=$OFFLOAD_CUDA_PATH" if env.get("OFFLOAD_CUDA_PATH") else "",
              _OFFLOAD_ROCMFLAGS=("--rocm-path=$OFFLOAD_ROCM_PATH" if env.get("OFFLOAD_ROCM_PATH") else ""),
              _OFFLOAD_HOST_LANGFLAGS=lang.host_flags, _OFFLOAD_DEVICE_LANGFLAGS=lang.device_flags)
+    if "_OFFLOAD_CUID" in lang.host_flags + lang.device_flags:
+        o["_OFFLOAD_CUID"] = _cuid(s)
     return o
 
 
@@ -255,12 +283,13 @@ def host_object(env, s, target, kw, extra_sources=(), pic=False):
                                        if extra_sources else "")
         if pic:
             _pic_overrides(senv, o)
-        made = env._OffloadHostCompile(target, [s] + list(extra_sources), **o)
+        genv = group_env(env, o)
+        made = genv._OffloadHostCompile(target, [s] + list(extra_sources))
         if extra_sources:
             _consume.check_before(env, made)  # the .hipfb clang embeds unread
         if lang.file_identity:
             env.Depends(made, env.Value(_identity(s)))
-        _compdb.record(senv.Override(o), made, [s], "OFFLOAD_HOSTCOM")
+        _compdb.record(genv, made, [s], "OFFLOAD_HOSTCOM")
         # Every clang-built source has a host object: it owns the source's stale per-arch files.
         clean_stale_archs(env, made, s.dir, stem(s) + ".", (".o", ".bc", ".co"), archs_for(lang, canonical(senv)))
         return made
@@ -280,10 +309,11 @@ def device_object(env, s, arch, target, kw):
     def make():
         o = _common_overrides(senv, s, lang, kw)
         o["OFFLOAD_ARCH"] = arch
-        made = env._OffloadDeviceCompile(target, s, **o)
+        genv = group_env(env, o)
+        made = genv._OffloadDeviceCompile(target, s)
         if lang.file_identity:
             env.Depends(made, env.Value(_identity(s)))
-        _compdb.record(senv.Override(o), made, [s], "OFFLOAD_DEVICECOM")
+        _compdb.record(genv, made, [s], "OFFLOAD_DEVICECOM")
         return made
 
     return registry.get(env, _request_key(env, s, target, f"device {arch}"), "device",

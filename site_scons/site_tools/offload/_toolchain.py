@@ -153,7 +153,7 @@ def probe_compiler(env, command: str, clang: bool = True) -> Compiler:
             queries += [[path, "-print-file-name=libomptarget.so"]]
             queries += [[path, f"-print-file-name={n}"] for n in DEVICE_RUNTIME_NAMES]
             queries += [[path, f"-print-prog-name={p}"] for p in HELPER_PROGRAMS]
-        answers = _run_all(queries, penv)
+        answers = _asked(env, command, path, penv, clang, queries)
         identity = _identity_text(answers[0])
         m = re.search(r"clang version (\d+)", identity)
         if clang:
@@ -168,6 +168,22 @@ def probe_compiler(env, command: str, clang: bool = True) -> Compiler:
             info = Compiler(command, path, identity, int(m.group(1)) if m else None, None, None, {})
     _COMPILERS[key] = info
     return info
+
+
+def _asked(env, command: str, path: str, penv: dict, clang: bool, queries: list[list[str]]) -> list[str | None]:
+    """The answers to `queries`: kept from an earlier run of this build when the compiler's
+    installation is unchanged (`_probe_cache`), else asked now (and kept)."""
+    from . import _probe_cache
+    top = env.fs.Top.get_abspath()
+    k = _probe_cache.key(command, path, penv, clang)
+    entry = _probe_cache.load(top, k) if k else None
+    if entry is not None and len(entry["answers"]) == len(queries):
+        return entry["answers"]
+    answers = _run_all(queries, penv)
+    if k and answers[0] is not None:
+        found = [_found_file(a) for a in answers[1:]]
+        _probe_cache.store(top, k, answers, [p for p in found if p])
+    return answers
 
 
 def find_clang(env) -> str | None:

@@ -156,9 +156,9 @@ def _vendor_flags(target, source, env, for_signature):
 
 def _fatbin_id(target, source, env, for_signature):
     """A hash of the HIP fat binary a host compile embeds (its second source), read when the
-    command runs; `0` before the file exists (the value is outside signatures)."""
+    command runs; `0` before the file exists, and for a signature (the value is outside them)."""
     import hashlib
-    if len(source) < 2:
+    if for_signature or len(source) < 2:
         return "0"
     try:
         with open(source[1].get_abspath(), "rb") as f:

@@ -1,0 +1,149 @@
+"""Action signatures computed once per (environment, overrides) rather than once per node.
+
+A SCons command action's signature is its command line substituted for signatures (`$( $)`
+parts dropped) with the node's own targets and sources. Every compile node of this tool has an
+override environment of its own, so SCons substitutes each command line in full for each node,
+callables included: at 100 sources x 4 archs that was ~45% of a null build.
+
+Nodes whose environments hold the same overrides on the same base environment differ only in their
+targets and sources. So the command is substituted once for such a group with stand-in strings for
+the targets and sources (`@offload:t0@`, `@offload:s0@`, ...), and each node's signature is that text
+with the stand-ins replaced by what SCons itself writes for a node in a signature (its name,
+`for_signature()`). The result is byte-identical to SCons's own `get_presig`, so it changes exactly
+when SCons's would. Whatever cannot be substituted with stand-ins (a callable or expression that
+asks a target or source more than its name: `${SOURCE.dir}`, `source[1].get_abspath()`) raises,
+and that group falls back to SCons's per-node substitution. Nothing is memoised while SConscripts
+are read (environments may still change then)."""
+
+from __future__ import annotations
+
+import collections
+import threading
+
+import SCons.Action
+import SCons.Environment
+import SCons.Script
+import SCons.Subst
+import SCons.Util
+
+_UNMEMOISABLE = object()
+
+
+def frozen(value):
+    """A hashable form of an override value, or raise TypeError for one whose identity could be
+    reused (a plain object that may be collected)."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, (list, tuple, collections.UserList)):
+        return (type(value).__name__,) + tuple(frozen(v) for v in value)
+    if isinstance(value, dict):
+        return ("dict",) + tuple(sorted((str(k), frozen(v)) for k, v in value.items()))
+    if callable(value) or hasattr(value, "for_signature"):
+        # A function or a node: itself (hashed by identity; the key keeps it alive, so its
+        # identity is never another object's).
+        hash(value)
+        return ("object", value)
+    raise TypeError(type(value).__name__)
+
+
+def environment_key(env):
+    """What an environment's substitutions depend on: the base environment's identity and every
+    override on the way to it, or None when an override cannot be keyed. (The memo holds the base
+    environment beside its key, so that identity stays its own.)"""
+    parts = []
+    while isinstance(env, SCons.Environment.OverrideEnvironment):
+        try:
+            parts.append(tuple(sorted((k, frozen(v)) for k, v in env.__dict__["overrides"].items())))
+        except TypeError:
+            return None
+        env = env.__dict__["__subject"]
+    parts.append(id(env))
+    return tuple(parts)
+
+
+def base_environment(env):
+    while isinstance(env, SCons.Environment.OverrideEnvironment):
+        env = env.__dict__["__subject"]
+    return env
+
+
+def _standins(prefix: str, nodes) -> list[str]:
+    return [f"@offload:{prefix}{i}@" for i in range(len(nodes))]
+
+
+class GroupSignatureAction(SCons.Action.CommandAction):
+    """A command action whose signature text is substituted once per group of nodes that share
+    overrides and base environment (see the module docstring); executing it is SCons's own."""
+
+    def __init__(self, cmd, **kw):
+        super().__init__(cmd, **kw)
+        self._templates: dict = {}
+        self._env_keys: dict[int, tuple] = {}
+        self._lock = threading.Lock()
+
+    def get_presig(self, target, source, env, executor=None):
+        if executor:
+            target, source = executor.get_all_targets(), executor.get_all_sources()
+        text = self._group_text(0, target, source, env)
+        return super().get_presig(target, source, env) if text is None else text
+
+    def get_contents(self, target, source, env):
+        """The signature (command line and `varlist` values), as SCons's `get_contents`."""
+        text = self._group_text(1, target, source, env)
+        return super().get_contents(target, source, env) if text is None else bytearray(text, "utf-8")
+
+    def _group_text(self, which: int, target, source, env) -> str | None:
+        """The presig (`which` 0) or contents (1) of these nodes from their group's template, or
+        None where SCons's own per-node computation must answer."""
+        if SCons.Script.sconscript_reading:
+            return None
+        known = self._env_keys.get(id(env))
+        if known is None:  # (the entry holds `env`: its id stays its own)
+            known = self._env_keys[id(env)] = (env, environment_key(env))
+        env_key = known[1]
+        if env_key is None:
+            return None
+        key = (env_key, len(target), len(source))
+        memo = self._templates.get(key)
+        if memo is None:
+            memo = (self._template(target, source, env), base_environment(env))
+            with self._lock:
+                self._templates[key] = memo
+        if memo[0] is _UNMEMOISABLE:
+            return None
+        text = memo[0][which]
+        for standin, n in zip(_standins("t", target), target):
+            text = text.replace(standin, n.for_signature())
+        for standin, n in zip(_standins("s", source), source):
+            text = text.replace(standin, n.for_signature())
+        return text
+
+    def _template(self, target, source, env):
+        """(presig, contents) with stand-ins, or _UNMEMOISABLE where stand-ins do not substitute
+        as the nodes would (see the module docstring). Substituted twice, with two sets of
+        stand-ins: the texts must differ only where the stand-ins were pasted, so nothing in the
+        command computes with a target's or source's text, and no text of its own looks like one."""
+        if not all(hasattr(n, "for_signature") for n in list(target) + list(source)):
+            return _UNMEMOISABLE
+        cmd = self.cmd_list
+        cmd = " ".join(map(str, cmd)) if SCons.Util.is_List(cmd) else str(cmd)
+        varlist = self.get_varlist(target, source, env)
+        varlist = (varlist,) if SCons.Util.is_String(varlist) else varlist
+        texts = []
+        try:
+            for t, s in (("t", "s"), ("T", "S")):
+                tgt, src = _standins(t, target), _standins(s, source)
+                presig = env.subst_target_source(cmd, SCons.Subst.SUBST_SIG, tgt, src)
+                # As ActionBase.get_contents: the presig, then each varlist value (`$( $)` dropped).
+                values = "".join(SCons.Util.to_str(SCons.Util.to_bytes(
+                    env.subst_target_source("${" + v + "}", SCons.Subst.SUBST_SIG, tgt, src))) for v in varlist)
+                texts.append((presig, presig + values))
+        except Exception:  # a stand-in was asked for more than its name: this group is per node
+            return _UNMEMOISABLE
+        first, second = texts
+        for prefix, other, nodes in (("t", "T", target), ("s", "S", source)):
+            for a, b in zip(_standins(prefix, nodes), _standins(other, nodes)):
+                if any(x.count(a) != y.count(b) for x, y in zip(first, second)):
+                    return _UNMEMOISABLE
+                second = tuple(y.replace(b, a) for y in second)
+        return first if first == second else _UNMEMOISABLE
