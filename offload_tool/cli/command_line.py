@@ -62,6 +62,23 @@ class Parsed:
         values = self.values.get(name)
         return values[-1] if values else default
 
+    def required(self, name: str, missing: str) -> str:
+        """The last value of `name`; a `UsageError` saying `missing` when it was not given."""
+        value = self.last(name)
+        if value is None:
+            raise UsageError(missing)
+        return value
+
+
+def parse_or_help(prog: str, options: Iterable["Option"], usage: str, argv: Iterable[str]) -> Parsed | None:
+    """A subcommand's options (GNU style, with `-h`/`--help` among `options`); None when help was
+    asked for (then `usage`, formatted with `prog`, is printed)."""
+    opts = ArgumentParser(prog, options).parse(argv)
+    if opts.flag("h", "help"):
+        sys.stdout.write(usage.format(prog=prog))
+        return None
+    return opts
+
 
 class ArgumentParser:
     """Parses argv for one program (see the module docstring for the two styles)."""

@@ -8,7 +8,7 @@ import sys
 
 from ..errors import UsageError
 from ..ops.convert import convert_archive
-from .command_line import ArgumentParser, Option, llvm_version_argument
+from .command_line import Option, llvm_version_argument, parse_or_help
 
 __all__ = ["run", "USAGE"]
 
@@ -35,16 +35,11 @@ _OPTIONS = [Option("h"), Option("help"), Option("o", value=True, dest="output"),
 
 
 def run(argv: list[str], prog: str) -> int:
-    opts = ArgumentParser(prog, _OPTIONS).parse(argv)
-    if opts.flag("h", "help"):
-        sys.stdout.write(USAGE.format(prog=prog))
+    opts = parse_or_help(prog, _OPTIONS, USAGE, argv)
+    if opts is None:
         return 0
-    to = opts.last("to")
-    if to is None:
-        raise UsageError("no direction given (--to=new or --to=old)")
-    output = opts.last("output")
-    if output is None:
-        raise UsageError("no output file given (-o OUT.a)")
+    to = opts.required("to", "no direction given (--to=new or --to=old)")
+    output = opts.required("output", "no output file given (-o OUT.a)")
     if len(opts.positionals) != 1:
         raise UsageError("expected exactly one input archive")
     reports = convert_archive(opts.positionals[0], output, to=to,

@@ -7,7 +7,7 @@ import sys
 
 from ..errors import UsageError
 from ..ops.embed import embed_files
-from .command_line import ArgumentParser, Option, run_command
+from .command_line import Option, parse_or_help, run_command
 
 __all__ = ["run", "main", "PROG"]
 
@@ -31,13 +31,10 @@ _OPTIONS = [Option("empty-host"), Option("h"), Option("help"), Option("o", value
 
 def run(argv: list[str], prog: str = PROG) -> int:
     """The embed command line (`prog` names the command in messages)."""
-    opts = ArgumentParser(prog, _OPTIONS).parse(argv)
-    if opts.flag("h", "help"):
-        sys.stdout.write(USAGE.format(prog=prog))
+    opts = parse_or_help(prog, _OPTIONS, USAGE, argv)
+    if opts is None:
         return 0
-    output = opts.last("output")
-    if output is None:
-        raise UsageError("no output file given (-o OUT.o)")
+    output = opts.required("output", "no output file given (-o OUT.o)")
     if len(opts.positionals) < 2:
         raise UsageError("expected a host object and at least one package")
     embed_files(opts.positionals[0], opts.positionals[1:], output, empty_host=opts.flag("empty-host"))

@@ -85,16 +85,27 @@ def _elf_images(buf, name: str, member: str | None, llvm_version: int | None) ->
     for sec in elf.read_sections(buf):
         if sec.sh_type != elf.SHT_LLVM_OFFLOADING:
             continue
-        images = parsed.get((sec.offset, sec.size))
-        if images is None:
-            try:
-                images = parsed[sec.offset, sec.size] = read_offload_binaries(sec.data, llvm_version=llvm_version)
-            except OffloadBinaryError as exc:
-                raise OffloadBinaryError(f"{name}: section {sec.name} at file offset {sec.offset:#x}: {exc}") from None
-        budget.charge("entries", len(images), f"{name}: section {sec.name} at file offset {sec.offset:#x}")
-        for i, img in enumerate(images):
-            found.append(FoundImage(f"{name}:{sec.name}[{i}]", "elf", img, sec.name, member, i))
+        _add_images(found, parsed, (sec.offset, sec.size), sec.data, llvm_version,
+                     f"{name}: section {sec.name} at file offset {sec.offset:#x}", name, "elf", sec.name, member)
     return found
+
+
+def _add_images(found: list[FoundImage], parsed: dict | None, key, data, llvm_version: int | None, where: str,
+                name: str, container: str, section: str, member: str | None) -> None:
+    """The OffloadBinaries in `data` (one section or embedded object, described by `where` in
+    errors and budget charges) appended to `found`; `parsed` keeps each (offset, size) read once,
+    as several section headers may name the same bytes."""
+    images = parsed.get(key) if parsed is not None else None
+    if images is None:
+        try:
+            images = read_offload_binaries(data, llvm_version=llvm_version)
+        except OffloadBinaryError as exc:
+            raise OffloadBinaryError(f"{where}: {exc}") from None
+        if parsed is not None:
+            parsed[key] = images
+    budget.charge("entries", len(images), where)
+    found.extend(FoundImage(f"{name}:{section}[{i}]", container, img, section, member, i)
+                 for i, img in enumerate(images))
 
 
 def _bitcode_images(buf, name: str, member: str | None, llvm_version: int | None) -> list[FoundImage]:
@@ -104,13 +115,8 @@ def _bitcode_images(buf, name: str, member: str | None, llvm_version: int | None
     except BitcodeError as exc:
         raise OffloadBinaryError(str(exc)) from None  # as LLVM: extraction fails, not the container
     for data in objects:
-        try:
-            images = read_offload_binaries(data, llvm_version=llvm_version)
-        except OffloadBinaryError as exc:
-            raise OffloadBinaryError(f"{name}: embedded object in {OFFLOADING_SECTION}: {exc}") from None
-        budget.charge("entries", len(images), f"{name}: embedded object in {OFFLOADING_SECTION}")
-        for i, img in enumerate(images):
-            found.append(FoundImage(f"{name}:{OFFLOADING_SECTION}[{i}]", "bitcode", img, OFFLOADING_SECTION, member, i))
+        _add_images(found, None, None, data, llvm_version, f"{name}: embedded object in {OFFLOADING_SECTION}",
+                    name, "bitcode", OFFLOADING_SECTION, member)
     return found
 
 
@@ -122,16 +128,8 @@ def _coff_images(buf, name: str, member: str | None, llvm_version: int | None) -
         sec_name, ptr = sec.name, sec.offset
         if not sec_name.startswith(OFFLOADING_SECTION):
             continue
-        images = parsed.get((ptr, sec.size))
-        if images is None:
-            try:
-                images = parsed[ptr, sec.size] = read_offload_binaries(buf[ptr:ptr + sec.size],
-                                                                       llvm_version=llvm_version)
-            except OffloadBinaryError as exc:
-                raise OffloadBinaryError(f"{name}: section {sec_name} at file offset {ptr:#x}: {exc}") from None
-        budget.charge("entries", len(images), f"{name}: section {sec_name} at file offset {ptr:#x}")
-        for i, img in enumerate(images):
-            found.append(FoundImage(f"{name}:{sec_name}[{i}]", "coff", img, sec_name, member, i))
+        _add_images(found, parsed, (ptr, sec.size), buf[ptr:ptr + sec.size], llvm_version,
+                    f"{name}: section {sec_name} at file offset {ptr:#x}", name, "coff", sec_name, member)
     return found
 
 
