@@ -24,8 +24,8 @@ import SCons.Util
 from . import _archs, _compdb, _consume, _languages, _nvcc, _toolchain
 from ._signatures import GroupSignatureAction
 from ._archs import archs_for, file_safe
-from ._builders import (COMPILER_VARS, LAUNCH, LIBRARY_VARS, PACKAGE_EMBED, PY, action, builder, canonical, group_env,
-                        node, nodes, package_embed_builder, registry, settings, stem, wants)
+from ._builders import (COMPILER_VARS, LAUNCH, LIBRARY_VARS, PACKAGE_EMBED, PY, action, builder, canonical, group_builder,
+                        group_env, node, nodes, package_embed_builder, registry, settings, stem, wants)
 from ._languages import language_of
 
 COMMANDS = {
@@ -156,11 +156,11 @@ def builders() -> dict:
     scanner = SCons.Tool.CScanner
     src_suffix = sorted({sfx for lang in _languages.LANGUAGES.values() for sfx in lang.suffixes})
     return {
-        "_OffloadHostCompile": builder(action=_CompileAction("$OFFLOAD_HOSTCOM", cmdstr="$OFFLOAD_HOSTCOMSTR",
+        "_OffloadHostCompile": group_builder(action=_CompileAction("$OFFLOAD_HOSTCOM", cmdstr="$OFFLOAD_HOSTCOMSTR",
                                                              varlist=COMPILER_VARS),
                                        source_scanner=scanner, suffix=_host_suffix, src_suffix=src_suffix,
                                        emitter=_mark()),
-        "_OffloadDeviceCompile": builder(action=_CompileAction("$OFFLOAD_DEVICECOM", cmdstr="$OFFLOAD_DEVICECOMSTR",
+        "_OffloadDeviceCompile": group_builder(action=_CompileAction("$OFFLOAD_DEVICECOM", cmdstr="$OFFLOAD_DEVICECOMSTR",
                                                                varlist=COMPILER_VARS),
                                          source_scanner=scanner, suffix=_device_suffix, src_suffix=src_suffix,
                                          emitter=_mark(image=True)),

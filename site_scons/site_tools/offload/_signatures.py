@@ -5,8 +5,8 @@ parts dropped) with the node's own targets and sources. Every compile node of th
 override environment of its own, so SCons substitutes each command line in full for each node,
 callables included: at 100 sources x 4 archs that was ~45% of a null build.
 
-Nodes whose environments hold the same overrides on the same base environment differ only in their
-targets and sources. So the command is substituted once for such a group with stand-in strings for
+Nodes that share an environment differ only in their targets and sources, and the tool gives
+compiles with equal overrides one environment (`_builders.group_env`). So the command is substituted once for such a group with stand-in strings for
 the targets and sources (`@offload:t0@`, `@offload:s0@`, ...), and each node's signature is that text
 with the stand-ins replaced by what SCons itself writes for a node in a signature (its name,
 `for_signature()`). The result is byte-identical to SCons's own `get_presig`, so it changes exactly
@@ -21,7 +21,6 @@ import collections
 import threading
 
 import SCons.Action
-import SCons.Environment
 import SCons.Script
 import SCons.Subst
 import SCons.Util
@@ -46,27 +45,6 @@ def frozen(value):
     raise TypeError(type(value).__name__)
 
 
-def environment_key(env):
-    """What an environment's substitutions depend on: the base environment's identity and every
-    override on the way to it, or None when an override cannot be keyed. (The memo holds the base
-    environment beside its key, so that identity stays its own.)"""
-    parts = []
-    while isinstance(env, SCons.Environment.OverrideEnvironment):
-        try:
-            parts.append(tuple(sorted((k, frozen(v)) for k, v in env.__dict__["overrides"].items())))
-        except TypeError:
-            return None
-        env = env.__dict__["__subject"]
-    parts.append(id(env))
-    return tuple(parts)
-
-
-def base_environment(env):
-    while isinstance(env, SCons.Environment.OverrideEnvironment):
-        env = env.__dict__["__subject"]
-    return env
-
-
 def _standins(prefix: str, nodes) -> list[str]:
     return [f"@offload:{prefix}{i}@" for i in range(len(nodes))]
 
@@ -78,7 +56,6 @@ class GroupSignatureAction(SCons.Action.CommandAction):
     def __init__(self, cmd, **kw):
         super().__init__(cmd, **kw)
         self._templates: dict = {}
-        self._env_keys: dict[int, tuple] = {}
         self._lock = threading.Lock()
 
     def get_presig(self, target, source, env, executor=None):
@@ -97,16 +74,12 @@ class GroupSignatureAction(SCons.Action.CommandAction):
         None where SCons's own per-node computation must answer."""
         if SCons.Script.sconscript_reading:
             return None
-        known = self._env_keys.get(id(env))
-        if known is None:  # (the entry holds `env`: its id stays its own)
-            known = self._env_keys[id(env)] = (env, environment_key(env))
-        env_key = known[1]
-        if env_key is None:
-            return None
-        key = (env_key, len(target), len(source))
+        # Compiles with equal overrides share one environment (`_builders.group_env`; their
+        # builders add no per-call overrides), so the environment itself names the group.
+        key = (id(env), len(target), len(source))
         memo = self._templates.get(key)
         if memo is None:
-            memo = (self._template(target, source, env), base_environment(env))
+            memo = (self._template(target, source, env), env)  # (holds `env`: its id stays its own)
             with self._lock:
                 self._templates[key] = memo
         if memo[0] is _UNMEMOISABLE:
