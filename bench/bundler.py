@@ -128,6 +128,14 @@ def make_members(directory: str, count: int) -> None:
             write_binary_bundle([BundleEntry(t, p) for t, p in zip(ARCHIVE_TARGETS, payloads)], f)
 
 
+def _command(script: str, module: str) -> list[str]:
+    """How users run our tool: the installed console script (what `pip install` puts beside this
+    Python, run with this `PYTHONPATH`, so it is this checkout's code), else `python -m` (which adds
+    `runpy`'s imports to every start)."""
+    path = os.path.join(os.path.dirname(sys.executable), script)
+    return [path] if os.access(path, os.X_OK) else [sys.executable, "-m", f"offload_tool.cli.{module}"]
+
+
 def main() -> int:
     if len(sys.argv) == 4 and sys.argv[1] == "--make-members":
         make_members(sys.argv[2], int(sys.argv[3]))
@@ -158,8 +166,7 @@ def main() -> int:
               "COMPRESSED_BUNDLE_FORMAT_VERSION", "OFFLOAD_TOOL_BUDGET"):
         env.pop(k, None)
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
-    ours = [sys.executable, "-m", "offload_tool.cli.bundler"]
-    ours_packager = [sys.executable, "-m", "offload_tool.cli.packager"]
+    ours, ours_packager = _command("offload-bundler", "bundler"), _command("offload-packager", "packager")
     # Byte-compile first, as an installed package is (PYTHONDONTWRITEBYTECODE would otherwise make every
     # run recompile the modules it imports).
     subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(REPO, "offload_tool")], check=False)

@@ -177,9 +177,12 @@ def _run(opts, env, prog: str, argv0: str) -> int:
         outputs += values["outputs"]
 
     from ..ops import bundler_api
-    from ..ops.dry_run import DryRun
 
-    dry_run = DryRun(argv0, env=env) if flags.get("###") else None
+    dry_run = None
+    if flags.get("###"):  # only then: the plan printer is not start-up cost of every run
+        from ..ops.dry_run import DryRun
+
+        dry_run = DryRun(argv0, env=env)
 
     verbose = flags.get("verbose") if "verbose" in flags else None
     compress = flags.get("compress") if "compress" in flags else None
