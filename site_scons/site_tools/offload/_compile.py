@@ -457,6 +457,7 @@ def _nvcc_object(env, senv, s, fat, archs, kw, pic):
     made = _nvcc.split_object(env, senv, s, fat, o, plan) if plan else env._OffloadNvccCompile(fat, s, **o)
     for n in made if not plan else ():
         n.attributes.offload_parts = {"host": n, "devices": {}, "package": None}
+    _nvcc.mark(made, senv, o, plan)
     _compdb.record(senv.Override(o), made, [s], "OFFLOAD_NVCCDBCOM")
     return made
 
