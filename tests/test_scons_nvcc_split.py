@@ -50,9 +50,11 @@ __global__ void twice(float *x) { x[threadIdx.x] *= 2; }
 void scale_on_host(float *x, int n) { for (int i = 0; i < n; ++i) x[i] *= 2; }
 """
 
-_STEP_RE = re.compile(r"^(NVCC-FE|NVCC-PP|NVCC-DEVICE|NVCC-FATBIN|NVCC-HOST|NVCC|LINK)\s+(.*)$")
+_STEP_RE = re.compile(r"^(NVCC-FE|NVCC-PP|NVCC-DEVICE|NVCC-FATBIN|NVCC-HOST|NVCC-NVLINK|NVCC-DLINK|NVCC|LINK|"
+                      r"RELOCATABLE|AR|LDSCRIPT)\s+(.*)$")
 # NVCC-FE: host preprocess + cudafe++; NVCC-PP compute_NN: the device preprocess of one virtual
-# arch; NVCC-DEVICE compute_NN: its cicc and ptxas.
+# arch; NVCC-DEVICE compute_NN: its cicc and ptxas; NVCC-NVLINK sm_NN: one arch's device link
+# (-rdc=true); NVCC-DLINK: the device link's fat binary and host object (or one nvcc -dlink).
 
 
 def _steps(cp) -> collections.Counter:
@@ -62,7 +64,7 @@ def _steps(cp) -> collections.Counter:
         m = _STEP_RE.match(line.strip())
         if m:
             kind, rest = m.groups()
-            arch = rest.split()[0] if kind in ("NVCC-PP", "NVCC-DEVICE") else ""
+            arch = rest.split()[0] if kind in ("NVCC-PP", "NVCC-DEVICE", "NVCC-NVLINK") else ""
             c[f"{kind} {arch}".strip()] += 1
     return c
 

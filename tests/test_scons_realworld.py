@@ -279,7 +279,8 @@ def test_nvcc_in_a_mixed_environment(tmp_path):
     p.write("SConstruct", _sconstruct(
         "env.OffloadProgram('app', ['src/main.c', 'src/k.cu'])",
         "OFFLOAD_CLANG='clang-19', OFFLOAD_ARCHS=['sm_80', 'gfx90a'], OFFLOAD_CUDA_COMPILER='nvcc', "
-        "CXXFLAGS=['-march=native', '-std=c++14'], OFFLOAD_NVCCFLAGS=['--extended-lambda'], OFFLOAD_CUDA_PTX=True"))
+        "CXXFLAGS=['-march=native', '-std=c++14'], OFFLOAD_NVCCFLAGS=['--extended-lambda'], OFFLOAD_CUDA_PTX=True, "
+        "OFFLOAD_NVCC_SPLIT=False"))   # the one nvcc -c command line is what is checked
     p.write("src/k.cu", NVCC_SRC)
     p.write("src/main.c", MIXED_MAIN)
     cp = p.scons("OFFLOAD_VERBOSE=1")

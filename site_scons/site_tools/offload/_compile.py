@@ -447,8 +447,8 @@ def _plain_host_object(env, s, target, kw, pic):
 
 
 def _nvcc_object(env, senv, s, fat, archs, kw, pic):
-    """nvcc: one compile per source with a `-gencode` per arch (coarser than the clang path:
-    nvcc cannot compile the host side against a separately built fat binary)."""
+    """nvcc: the steps of its `--dryrun` as nodes per arch (`_nvcc`), else one compile per source
+    with a `-gencode` per arch; objects of relocatable device code are marked for the device link."""
     _toolchain.require(senv, "OFFLOAD_NVCC", "nvcc")
     o = dict(kw, _OFFLOAD_NVCC_ARCHS=list(archs), _OFFLOAD_LANG="cuda")
     if pic:
@@ -457,6 +457,7 @@ def _nvcc_object(env, senv, s, fat, archs, kw, pic):
     made = _nvcc.split_object(env, senv, s, fat, o, plan) if plan else env._OffloadNvccCompile(fat, s, **o)
     for n in made if not plan else ():
         n.attributes.offload_parts = {"host": n, "devices": {}, "package": None}
+    _nvcc.mark(made, senv, o, plan)
     _compdb.record(senv.Override(o), made, [s], "OFFLOAD_NVCCDBCOM")
     return made
 

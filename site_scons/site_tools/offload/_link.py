@@ -17,7 +17,7 @@ import SCons.Action
 import SCons.Scanner.Prog
 import SCons.Util
 
-from . import _archs, _compile, _languages, _libraries, _variables
+from . import _archs, _compile, _languages, _libraries, _nvcc_link, _variables
 from . import _consume
 from ._archs import archs_for, file_safe
 from ._builders import (COMPILER_VARS, LIBRARY_VARS, PACKAGE_EMBED, action, builder, canonical, node, nodes,
@@ -138,7 +138,10 @@ def OffloadSharedLibrary(env, target, source, **kw):
 
 def _link_inputs(env, target, sources, kw, pic=False) -> list:
     split = _split_link_inputs(env, target, nodes(env, sources), kw, pic)
-    return split if split is not None else _compile.objects(env, sources, kw, pic=pic)
+    objs = split if split is not None else _compile.objects(env, sources, kw, pic=pic)
+    # nvcc's -rdc=true objects: their device link first, as nvcc links it (archive members it
+    # registers are then taken from the archives that follow).
+    return _nvcc_link.device_link(env, target, objs, kw, pic) + objs
 
 
 # --------------------------------------------------------------------------------------------
@@ -255,6 +258,7 @@ def OffloadArchive(env, target, source, **kw):
     made = env._OffloadAr(_libname(env, target), objs, **kw)
     for n in made:
         n.attributes.offload_device_code = True
+    _nvcc_link.carry(made, objs)
     return made
 
 
@@ -262,6 +266,7 @@ def OffloadRelocatableObject(env, target, source, **kw):
     """Relocatable offload link (`clang -r`): device code linked and registered, so the result
     is a plain host object."""
     objs = _compile.objects(env, source, kw)
+    objs = _nvcc_link.device_link(env, node(env, target), objs, kw) + objs
     return env._OffloadReloc(target, objs, _OFFLOAD_RELOCATABLE=1, **_link_overrides(env, objs, kw))
 
 
@@ -279,8 +284,12 @@ def OffloadStaticLibrary(env, target, source, **kw):
                            reloc, **kw)
     libdir = _variables.llvm_libdir(senv)
     runtime = [os.path.join(libdir, n) for n in ("libomptarget.so", "libomp.so") if libdir]
-    if any(getattr(o.attributes, "offload_lang", "") == "hip" for o in _compile.objects(env, source, kw)):
+    langs = {getattr(o.attributes, "offload_lang", "") for o in _compile.objects(env, source, kw)}
+    if "hip" in langs:
         runtime.append("-lamdhip64")  # HIP's runtime, which the consumer's plain link needs too
+    cudart = os.path.join(senv.subst("$OFFLOAD_CUDA_PATH"), "lib64", "libcudart.so")
+    if "cuda" in langs and senv.get("OFFLOAD_CUDA_PATH") and os.path.isfile(cudart):
+        runtime.append(cudart)        # CUDA's runtime, likewise
     text = ("/* GNU ld script written by the offload SCons tool: the library and its runtime. */\n"
             f"INPUT ( {inner[0].name} {' '.join(runtime)} )\n")
     script = env._OffloadLdScript(lib, inner, _OFFLOAD_LDSCRIPT=text, **kw)

@@ -14,7 +14,9 @@ one nvcc would run, with nvcc's temporary files renamed to the nodes' files, so 
 signature holds exactly the flags that step gets (a host-only flag change reruns no `cicc` or
 `ptxas`; the device preprocess reruns, and its unchanged output stops the rebuild there) and the
 object equals the one `nvcc -c` makes. A plan of another shape (another CUDA release, a flag
-that adds steps) falls back to the one-action compile with a one-line note.
+that adds steps) falls back to the one-action compile with a one-line note. On by default
+(`OFFLOAD_NVCC_SPLIT`); objects of relocatable device code (`-rdc=true`) are marked (`mark`)
+for the device link of the links that take them (`_nvcc_link`).
 
 Adding an arch changes `__CUDA_ARCH_LIST__`, which every preprocess gets; only a text whose
 files name it depends on it (CUB and Thrust put it in their namespace names), so each preprocess
@@ -92,7 +94,7 @@ class _Shape(Exception):
 
 def parse(text: str) -> Plan:
     """The graph plan of `nvcc --dryrun -c` output, or `_Shape` naming what is not recognised."""
-    env: dict[str, str] = {}
+    env, argvs = plan_lines(text)
     steps: list[Step] = []
     roles: dict[str, str] = {}          # temporary file -> role
 
@@ -105,23 +107,9 @@ def parse(text: str) -> Plan:
             raise _Shape(f"a step reads '{os.path.basename(tmp)}' that no earlier step wrote")
         return roles[tmp]
 
-    for line in text.splitlines():
-        if not line.startswith("#$ "):
-            continue
-        raw = line[3:].strip()
-        m = re.match(r"([A-Za-z_]\w*)=(.*)$", raw)
-        if m and " " not in raw.split("=", 1)[0]:
-            value = m.group(2).strip()
-            if value.startswith('"') and value.endswith('"') and value.count('"') == 2:
-                value = value[1:-1]
-            env[m.group(1)] = value
-            continue
-        argv = shlex.split(raw)
-        prog = argv[0].replace("$CICC_PATH", env.get("CICC_PATH", "$CICC_PATH"))
+    for argv in argvs:
+        prog = argv[0]
         base = os.path.basename(prog)
-        if base == "rm":
-            continue
-        argv[0] = prog
         tmps = [t for a in argv for t in _TMP.findall(a)]
         step = Step(kind="", argv=argv)
         if _is_host_cc(prog) and "-E" in argv:
@@ -201,34 +189,88 @@ def _opt(argv: list[str], name: str) -> str:
         raise _Shape(f"a step without {name}") from None
 
 
+def split_wanted(env) -> bool:
+    """Whether nvcc's steps become nodes: `OFFLOAD_NVCC_SPLIT` (default True) and no compiler
+    launcher (`OFFLOAD_LAUNCHER`: ccache, sccache and distcc take whole nvcc compiles; sccache
+    splits them itself)."""
+    return bool(env.get("OFFLOAD_NVCC_SPLIT", True)) and not env.subst("$OFFLOAD_LAUNCHER").strip()
+
+
 def plan_for(env, o: dict) -> Plan | None:
     """nvcc's plan for a compile with overrides `o` (memoized per command line), or None with a
-    one-line note when it cannot be split. None, silently, unless `OFFLOAD_NVCC_SPLIT=True` (off by
-    default: the full build only breaks even and a null build costs 1.7x, see the README's
-    figures), or
-    with a compiler launcher (`OFFLOAD_LAUNCHER`: ccache, sccache and distcc take whole nvcc compiles;
-    sccache splits them itself)."""
-    if not env.get("OFFLOAD_NVCC_SPLIT", False) or env.subst("$OFFLOAD_LAUNCHER").strip():
+    one-line note when it cannot be split; None, silently, when the split is not wanted
+    (`split_wanted`)."""
+    return dryrun(env, o, "$OFFLOAD_NVCC --dryrun -c -o " + _PLAN_OUT + " $_OFFLOAD_NVCC_GENCODE $OFFLOAD_NVCCFLAGS "
+                  "$_OFFLOAD_NVCC_HOSTFLAGS $_CCCOMCOM " + _PLAN_SRC, parse, "nvcc's plan is not split per arch",
+                  "one nvcc -c per source instead")
+
+
+def dryrun(env, o: dict, template: str, parser, what: str, instead: str):
+    """`parser` of the `--dryrun` output of `template` (substituted with overrides `o`), memoized
+    per command line; None when the split is not wanted, or with a one-line note (`what` (why):
+    `instead`) when nvcc fails or `parser` does not recognise the plan's shape."""
+    if not split_wanted(env):
         return None
-    oenv = env.Override(dict(o, _OFFLOAD_LAUNCH=""))
-    cmd = oenv.subst("$OFFLOAD_NVCC --dryrun -c -o " + _PLAN_OUT + " $_OFFLOAD_NVCC_GENCODE $OFFLOAD_NVCCFLAGS "
-                     "$_OFFLOAD_NVCC_HOSTFLAGS $_CCCOMCOM " + _PLAN_SRC)
+    cmd = env.Override(dict(o, _OFFLOAD_LAUNCH="")).subst(template)
     if cmd not in _plans:
+        why = None
         try:
             run = subprocess.run(shlex.split(cmd), capture_output=True, text=True, timeout=60,
                                  cwd=env.Dir("#").get_abspath(), env=dict(os.environ, **env["ENV"]))
-            text = run.stdout + run.stderr
-            _plans[cmd] = parse(text) if run.returncode == 0 else None
-            why = None if run.returncode == 0 else "nvcc --dryrun failed"
+            _plans[cmd] = parser(run.stdout + run.stderr) if run.returncode == 0 else None
+            if run.returncode:
+                why = "nvcc --dryrun failed"
         except (OSError, subprocess.SubprocessError, ValueError) as exc:
             _plans[cmd], why = None, f"nvcc --dryrun did not run ({exc})"
         except _Shape as exc:
             _plans[cmd], why = None, str(exc)
         if why and cmd not in _noted:
             _noted.add(cmd)
-            sys.stderr.write(f"offload: note: nvcc's plan is not split per arch ({why}): one nvcc -c per "
-                             "source instead\n")
+            sys.stderr.write(f"offload: note: {what} ({why}): {instead}\n")
     return _plans[cmd]
+
+
+def plan_lines(text: str):
+    """The `#$ ` lines of a `--dryrun`: (the variables it sets, the argv of each command but `rm`)."""
+    env: dict[str, str] = {}
+    argvs = []
+    for line in text.splitlines():
+        if not line.startswith("#$ "):
+            continue
+        raw = line[3:].strip()
+        m = re.match(r"([A-Za-z_]\w*)=(.*)$", raw)
+        if m and " " not in raw.split("=", 1)[0]:
+            value = m.group(2).strip()
+            if value.startswith('"') and value.endswith('"') and value.count('"') == 2:
+                value = value[1:-1]
+            env[m.group(1)] = value
+            continue
+        argv = shlex.split(raw)
+        argv[0] = argv[0].replace("$CICC_PATH", env.get("CICC_PATH", "$CICC_PATH"))
+        if os.path.basename(argv[0]) != "rm":
+            argvs.append(argv)
+    return env, argvs
+
+
+# Relocatable device code: nvcc's options that ask for it (`-dc` is `-rdc=true -c`).
+_RDC = re.compile(r"^(?:-rdc(?:=|\s+)true|--relocatable-device-code(?:=|\s+)true|-dc|--device-c)$")
+
+
+def is_rdc(env, o: dict, plan: Plan | None) -> bool:
+    """Whether a compile with overrides `o` makes relocatable device code: its plan says so
+    (`cudafe++ --device-c`); without a plan, its flags do."""
+    if plan is not None:
+        return any(s.kind == "fe" and "--device-c" in s.argv for s in plan.steps)
+    flags = env.Override(o).subst("$OFFLOAD_NVCCFLAGS").split()
+    joined = [f"{a} {b}" for a, b in zip(flags, flags[1:])]
+    return any(_RDC.match(f) for f in flags + joined)
+
+
+def mark(made, env, o: dict, plan: Plan | None) -> None:
+    """Record on nvcc's object what a device link needs: relocatable device code, for which archs."""
+    if is_rdc(env, o, plan):
+        for n in made:
+            n.attributes.offload_nvcc_rdc = list(o.get("_OFFLOAD_NVCC_ARCHS") or [])
 
 
 # --------------------------------------------------------------------------------------------
@@ -336,6 +378,20 @@ class _StepAction(SCons.Action.CommandAction):
 
     def get_contents(self, target, source, env):
         return env["_OFFLOAD_NVCC_STEPSIG"].encode()
+
+
+def step_arch(env) -> str | None:
+    """The arch a node of nvcc's steps works for, for the build report: a device link's SASS arch;
+    a device preprocess or compile's SASS arch when its virtual arch has that one only (`sm_NN`
+    for `compute_NN`), else its virtual arch; None for the other steps."""
+    real = env.get("_OFFLOAD_NVCC_RARCH")
+    if real:
+        return real
+    virtual = env.get("_OFFLOAD_NVCC_VARCH")
+    if not virtual:
+        return None
+    sass = f"sm_{virtual.split('_', 1)[1]}"
+    return sass if sass in (env.get("_OFFLOAD_NVCC_ARCHS") or []) else virtual
 
 
 def _step_signature(cmd: str, nvcc_id: str) -> str:

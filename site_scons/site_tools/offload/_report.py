@@ -35,6 +35,7 @@ import SCons.Platform.posix
 import SCons.Script
 import SCons.Script.Main
 
+from . import _nvcc
 from ._archs import file_safe
 
 SCHEMA = "offload-build-report/1"
@@ -48,6 +49,10 @@ KINDS = {
     "_OffloadReloc": "relocatable-link", "_OffloadAr": "archive", "_OffloadLdScript": "ldscript",
     "_OffloadBundle": "bundle", "_OffloadUnbundle": "unbundle", "_OffloadUnbundleArchive": "unbundle",
     "_OffloadManifest": "manifest",
+    # nvcc's steps on the per-arch graph (_nvcc, _nvcc_link)
+    "_OffloadNvccFrontEnd": "host-compile", "_OffloadNvccPreprocess": "device-compile",
+    "_OffloadNvccDevice": "device-compile", "_OffloadNvccFatbinary": "bundle", "_OffloadNvccHost": "host-compile",
+    "_OffloadNvccNvlink": "device-link", "_OffloadNvccDlinkSteps": "device-link", "_OffloadNvccDlink": "device-link",
 }
 #: Builders whose targets are final binaries: their device bytes per arch are measured.
 FINAL_BUILDERS = {"_OffloadLink", "_OffloadShLink", "_OffloadAr", "Program", "SharedLibrary", "LoadableModule",
@@ -234,7 +239,7 @@ def describe(targets) -> dict:
     kind = KINDS.get(name, name.lower() or "action")
     executor = t.get_executor()
     sources = [s for s in executor.get_all_sources()]
-    arch = _image_arch(t)
+    arch = _image_arch(t) or (_nvcc.step_arch(t.get_build_env()) if name.startswith("_OffloadNvcc") else None)
     if arch:
         archs = [arch]
     elif name == "_OffloadNvccCompile":

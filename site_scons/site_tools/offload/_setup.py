@@ -8,10 +8,10 @@ import os
 import SCons
 import SCons.Errors
 
-from . import _bundling, _compile, _languages, _link, _nvcc, _progress, _report, _toolchain, _variables
+from . import _bundling, _compile, _languages, _link, _nvcc, _nvcc_link, _progress, _report, _toolchain, _variables
 
 MIN_SCONS = (4, 5)
-BUILDER_MODULES = (_compile, _link, _bundling, _nvcc)
+BUILDER_MODULES = (_compile, _link, _bundling, _nvcc, _nvcc_link)
 
 
 def _library_pythonpath() -> str:

@@ -320,8 +320,9 @@ def _link_flags(target, source, env, for_signature):
             flags.append("--cuda-path=$OFFLOAD_CUDA_PATH")
     if "amd" in vendors and env.get("OFFLOAD_ROCM_DEVICE_LIB_PATH"):
         flags.append("--rocm-device-lib-path=$OFFLOAD_ROCM_DEVICE_LIB_PATH")
-    if "cuda" in langs and env.get("OFFLOAD_CUDA_PATH"):
-        # libcudart.so lives outside the default search path too (/usr/local/cuda/lib64).
+    if "cuda" in langs and env.get("OFFLOAD_CUDA_PATH") and not env.get("_OFFLOAD_RELOCATABLE"):
+        # libcudart.so lives outside the default search path too (/usr/local/cuda/lib64); a
+        # relocatable link takes no shared library (the static library's script names it).
         flags.append("-L$OFFLOAD_CUDA_PATH/lib64 -Wl,-rpath,$OFFLOAD_CUDA_PATH/lib64 -lcudart")
     if "hip" in langs and not env.get("_OFFLOAD_RELOCATABLE"):
         # (a relocatable link takes no shared library; the static library's script names it)
@@ -382,6 +383,7 @@ def user_defaults() -> dict:
         "OFFLOAD_DEVICEFLAGS": SCons.Util.CLVar(""),
         "OFFLOAD_NVCCFLAGS": SCons.Util.CLVar(""),
         "OFFLOAD_CUDA_PTX": False,
+        "OFFLOAD_NVCC_SPLIT": True,
         "OFFLOAD_LINKFLAGS": SCons.Util.CLVar(""),
         "OFFLOAD_BUNDLERFLAGS": SCons.Util.CLVar(""),
         "OFFLOAD_COMPRESS": False,

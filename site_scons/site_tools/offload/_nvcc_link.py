@@ -1,0 +1,205 @@
+"""nvcc's device link of relocatable device code (`-rdc=true`) as nodes.
+
+Objects nvcc compiled with `-rdc=true` hold relocatable device code: a kernel in one may call a
+`__device__` function of another, and nothing runs until the device code of all of them is
+linked. nvcc's own `-dlink` does it in steps, which its `--dryrun` shows and which become nodes
+here, next to the link that needs them (`OffloadProgram`, `OffloadSharedLibrary`,
+`OffloadRelocatableObject` and so `OffloadStaticLibrary`):
+
+    objects, archives --NVCC-NVLINK sm_NN--> <program>.sm_NN.dlink.cubin + .sm_NN.dlink.reg.c
+                                                            (nvlink, one node per SASS arch)
+    cubins + one reg.c --NVCC-DLINK--> <program>.dlink.o    (fatbinary -link, then the host
+                                                            compile of nvcc's link stub)
+
+and `<program>.dlink.o` is linked with the objects. nvlink reads each object's device code from
+its fat binary and the object's module ID from its `__nv_module_id` section, so its inputs are the
+objects themselves (given a bare cubin it names the module after the file, and the host side's
+registration would not find it): adding an arch reruns every arch's nvlink, as the objects
+changed, but no device compile of the other archs. A PTX-only arch (`compute_NN`) has no nvlink
+step, as in nvcc's own device link. A plan of another shape, `OFFLOAD_NVCC_SPLIT=False` or a
+compiler launcher give one `nvcc -dlink` node instead (the first with a one-line note)."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+import SCons.Action
+
+from . import _archs, _nvcc
+from ._builders import builder, settings
+from ._nvcc import Step, _Shape, _command, _is_host_cc, _intermediates, _StepAction, _step_signature
+
+_OUT = "offload_nvcc_plan_dlink.o"
+_INS = ("offload_nvcc_plan_in1.o", "offload_nvcc_plan_in2.o")   # two, to see where a step puts its inputs
+_TMP = re.compile(r"(?:/[^\s\"]*/)?tmpxft_[0-9a-f]+_[0-9a-f]+-\d+_offload_nvcc_plan_dlink\.[A-Za-z0-9_.]+")
+
+COMMANDS = {
+    "_OFFLOAD_NVCCDLINKSTEPCOM": "$_OFFLOAD_NVCC_STEP",
+    # The one-action device link (no plan, or split off).
+    "OFFLOAD_NVCCDLINKCOM": "$OFFLOAD_NVCC -dlink -o $TARGET $_OFFLOAD_NVCC_GENCODE $_OFFLOAD_NVCC_DLINKFLAGS "
+                            "$_OFFLOAD_NVCC_HOSTFLAGS $SOURCES",
+}
+
+COMSTRS = {
+    "OFFLOAD_NVCCNVLINKCOMSTR": "NVCC-NVLINK ${_OFFLOAD_NVCC_RARCH} ${_OFFLOAD_NVCC_PROGRAM}",
+    "OFFLOAD_NVCCDLINKCOMSTR": "NVCC-DLINK ${TARGETS[0]}",
+}
+
+
+def _dlink_flags(target, source, env, for_signature) -> str:
+    """`$OFFLOAD_NVCCFLAGS` as `nvcc -dlink` takes them: without the compile-mode options (`-c`,
+    `-dc`, which nvcc refuses next to `-dlink`)."""
+    return " ".join(f for f in env.subst("$OFFLOAD_NVCCFLAGS", target=target, source=source).split()
+                    if f not in ("-c", "--compile", "-dc", "--device-c"))
+
+
+COMMANDS["_OFFLOAD_NVCC_DLINKFLAGS"] = _dlink_flags
+
+
+# --------------------------------------------------------------------------------------------
+# The plan: `nvcc --dryrun -dlink`
+
+@dataclass
+class LinkPlan:
+    env: dict[str, str]
+    nvlinks: list[Step]     # one per SASS arch (`real`): outputs [cubin, reg.c]
+    fatbin: Step            # outputs [fatbin.c]
+    host: Step              # the link stub's host compile, writing the plan's output
+
+
+def parse(text: str) -> LinkPlan:
+    """The graph plan of `nvcc --dryrun -dlink` output, or `_Shape` naming what is not recognised."""
+    env, argvs = _nvcc.plan_lines(text)
+    nvlinks, fatbins, hosts = [], [], []
+    for argv in argvs:
+        base = os.path.basename(argv[0])
+        if base == "nvlink":
+            real = next((a.split("=", 1)[1] for a in argv if a.startswith("--arch=")), "")
+            reg = next((a.split("=", 1)[1] for a in argv if a.startswith("--register-link-binaries=")), "")
+            at = [i for i, a in enumerate(argv) if a in _INS]
+            if not real or not _TMP.fullmatch(reg) or len(at) != 2 or at[1] != at[0] + 1:
+                raise _Shape("an nvlink step without an --arch, its register file and the link's inputs in a row")
+            nvlinks.append(Step(kind="nvlink", argv=argv, real=real, outputs=[_nvcc._opt(argv, "-o"), reg]))
+        elif base == "fatbinary" and "-link" in argv:
+            images = [a.split("file=", 1)[1] for a in argv if a.startswith("--image3=")]
+            emb = next((a.split("=", 1)[1] for a in argv if a.startswith("--embedded-fatbin=")), "")
+            if not emb.endswith(".c"):
+                raise _Shape("a fatbinary step without its --embedded-fatbin")
+            fatbins.append(Step(kind="fatbin", argv=argv, inputs=images, outputs=[emb]))
+        elif _is_host_cc(argv[0]) and "-c" in argv and _nvcc._opt(argv, "-o") == _OUT:
+            hosts.append(Step(kind="host", argv=argv))
+        else:
+            raise _Shape(f"an unknown step '{base}'")
+    if not nvlinks or len(fatbins) != 1 or len(hosts) != 1:
+        raise _Shape("not nvlink per arch, one fatbinary and one host compile")
+    written = [s.outputs[0] for s in nvlinks]
+    if fatbins[0].inputs != written:
+        raise _Shape("the fatbinary step does not take the nvlink steps' images")
+    host = " ".join(hosts[0].argv)
+    if fatbins[0].outputs[0] not in host or nvlinks[0].outputs[1] not in host:
+        raise _Shape("the host compile does not include the fat binary and the register file")
+    return LinkPlan(env=env, nvlinks=nvlinks, fatbin=fatbins[0], host=hosts[0])
+
+
+def plan_for(env, o: dict) -> LinkPlan | None:
+    return _nvcc.dryrun(env, o, "$OFFLOAD_NVCC --dryrun -dlink -o " + _OUT + " $_OFFLOAD_NVCC_GENCODE "
+                        "$_OFFLOAD_NVCC_DLINKFLAGS $_OFFLOAD_NVCC_HOSTFLAGS " + " ".join(_INS), parse,
+                        "nvcc's device link is not split per arch", "one nvcc -dlink instead")
+
+
+# --------------------------------------------------------------------------------------------
+# The graph
+
+def builders() -> dict:
+    return {
+        "_OffloadNvccNvlink": builder(action=_StepAction("$_OFFLOAD_NVCCDLINKSTEPCOM",
+                                                         cmdstr="$OFFLOAD_NVCCNVLINKCOMSTR")),
+        "_OffloadNvccDlinkSteps": builder(action=_StepAction("$_OFFLOAD_NVCCDLINKSTEPCOM",
+                                                             cmdstr="$OFFLOAD_NVCCDLINKCOMSTR")),
+        "_OffloadNvccDlink": builder(action=SCons.Action.Action("$OFFLOAD_NVCCDLINKCOM", "$OFFLOAD_NVCCDLINKCOMSTR",
+                                                               varlist=["_OFFLOAD_NVCC_ID"])),
+    }
+
+
+PSEUDO_BUILDERS: list = []
+
+
+def rdc_inputs(env, objs) -> list:
+    """The link inputs nvcc's device link reads: nvcc objects and archives of relocatable device
+    code (`offload_nvcc_rdc`), and objects and archives not built by the offload builders (nvlink
+    passes over those without device code); none unless one input is known to be relocatable."""
+    if not any(getattr(n.attributes, "offload_nvcc_rdc", None) for n in objs):
+        return []
+    suffixes = (env.subst("$OBJSUFFIX"), env.subst("$SHOBJSUFFIX"), env.subst("$LIBSUFFIX"))
+    return [n for n in objs if getattr(n.attributes, "offload_nvcc_rdc", None)
+            or (not getattr(n.attributes, "offload_lang", "") and str(n).endswith(suffixes))]
+
+
+def carry(made, objs) -> None:
+    """An archive of nvcc objects with relocatable device code is one too (its device link is the
+    program's)."""
+    archs = [a for n in objs for a in getattr(n.attributes, "offload_nvcc_rdc", None) or []]
+    if any(getattr(n.attributes, "offload_nvcc_rdc", None) for n in objs):
+        for n in made:
+            n.attributes.offload_nvcc_rdc = list(dict.fromkeys(archs))
+
+
+def device_link(env, target, objs, kw, pic=False) -> list:
+    """`[<target>.dlink.o]`, the device link of the link inputs `objs` that carry nvcc's
+    relocatable device code, or [] when none does. Its archs: those the objects were built for."""
+    inputs = rdc_inputs(env, objs)
+    if not inputs:
+        return []
+    senv = settings(env, kw)
+    archs = list(dict.fromkeys(a for n in inputs for a in getattr(n.attributes, "offload_nvcc_rdc", None) or []))
+    o = dict(kw, _OFFLOAD_NVCC_ARCHS=archs, _OFFLOAD_LANG="cuda")
+    if pic:
+        from ._compile import _pic_overrides
+        _pic_overrides(senv, o)
+    d, name = target.dir, target.name
+    out = d.File(name + ".dlink.o")
+    plan = plan_for(senv, o)
+    out.attributes.offload_lang = "cuda"   # a CUDA link's input (its runtime, no OpenMP's)
+    if plan is None:
+        return list(env._OffloadNvccDlink(out, inputs, **o))
+    step_env = dict(senv["ENV"])
+    for k in ("PATH", "LD_LIBRARY_PATH"):
+        if k in plan.env:
+            step_env[k] = plan.env[k]
+    nvcc_id = senv.subst("$_OFFLOAD_NVCC_ID")
+    base = dict(o, ENV=step_env, _OFFLOAD_NVCC_PROGRAM=str(target))
+
+    def step(b, t, sources, cmd: str, sig: str | None = None, **more):
+        return b(t, sources, _OFFLOAD_NVCC_STEP=cmd, _OFFLOAD_NVCC_STEPSIG=_step_signature(sig or cmd, nvcc_id),
+                 **more, **base)
+
+    linked = []
+    for st in plan.nvlinks:
+        real = _archs.file_safe(st.real)
+        files = {_INS[0]: "${SOURCES}", _INS[1]: "", st.outputs[0]: "${TARGETS[0]}", st.outputs[1]: "${TARGETS[1]}"}
+        made = step(env._OffloadNvccNvlink, [d.File(f"{name}.{real}.dlink.cubin"), d.File(f"{name}.{real}.dlink.reg.c")],
+                    inputs, _command(st, files), _OFFLOAD_NVCC_RARCH=st.real)
+        _intermediates(made)
+        linked.append(made)
+    # fatbinary -link of the linked images, then the host compile of nvcc's link stub, which
+    # includes the fat binary and the register file by the names given in -D options: the
+    # command runs with their absolute paths, its signature holds them relative to the top.
+    reg = linked[0][1]
+    fatbin_c = d.File(name + ".dlink.fatbin.c")
+    files = {tmp: f"${{SOURCES[{i}]}}" for i, tmp in enumerate(plan.fatbin.inputs)}
+    files[plan.fatbin.outputs[0]] = "${TARGETS[1]}"
+    fatbin = _command(plan.fatbin, files)
+    emb, reg_tmp = plan.fatbin.outputs[0], plan.nvlinks[0].outputs[1]
+
+    def host(path):
+        return _command(plan.host, {_OUT: "${TARGETS[0]}", emb: path(fatbin_c), reg_tmp: path(reg)})
+
+    # fatbinary also writes the fat binary itself beside the .c (nvcc removes it): removed too.
+    cmd = " && ".join([fatbin, "rm -f ${TARGETS[1].base}", host(lambda n: n.get_abspath())])
+    sig = " && ".join([fatbin, host(lambda n: n.get_path())])
+    made = step(env._OffloadNvccDlinkSteps, [out, fatbin_c], [m[0] for m in linked] + [reg], cmd, sig)
+    _intermediates(made[1:])
+    return [made[0]]
+
