@@ -38,11 +38,13 @@ if [ ! -x .venv/bin/python ]; then
 fi
 # The editable install is a plain path entry (`editable_mode=compat`), not setuptools' import
 # finder: the finder's imports (pathlib, urllib) cost ~18 ms at every start of every command.
+# setuptools calls compat mode transitional: where it is gone, the default editable install.
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/install-deps.sh -nt "$stamp" ]; then
     echo "install-deps: installing offload-tool into .venv"
     log=.venv/install.log
     if ! { .venv/bin/python -m pip install -q --upgrade pip &&
-           .venv/bin/python -m pip install -q -e '.[test]' --config-settings editable_mode=compat; } >"$log" 2>&1; then
+           { .venv/bin/python -m pip install -q -e '.[test]' --config-settings editable_mode=compat ||
+             .venv/bin/python -m pip install -q -e '.[test]'; }; } >"$log" 2>&1; then
         cat "$log" >&2
         echo "install-deps: pip install failed (log above, also in $log)" >&2
         exit 1
