@@ -67,24 +67,24 @@ def test_progress_counts_what_runs(tmp_path):
     p = _project(tmp_path)
     cp = _scons(p, "-j2", progress="on")
     lines = _progress(cp)
-    # sm_75 only: 2 host + 2 device compiles, 2 package+embed, 1 link.
-    assert len(lines) == 7, cp.stdout
-    assert [pos for pos, _, _ in lines] == list(range(1, 8))  # in order, under -j2 too
-    assert {total for _, total, _ in lines} == {7}
-    assert cp.stdout.splitlines()[0].startswith("[1/7] ")
+    # sm_75 only: 2 host IR + 2 host + 2 device compiles, 2 package+embed, 1 link.
+    assert len(lines) == 9, cp.stdout
+    assert [pos for pos, _, _ in lines] == list(range(1, 10))  # in order, under -j2 too
+    assert {total for _, total, _ in lines} == {9}
+    assert cp.stdout.splitlines()[0].startswith("[1/9] ")
     # Null build: no action, no line.
     assert _scons(p, "-j2", progress="on").stdout.strip() == "scons: `.' is up to date."
-    # One source changed: only its actions are counted (host, device, package+embed, link).
+    # One source changed: only its actions are counted (host IR, host, device, package+embed, link).
     p.write("src/kern.cpp", KERN_CPP.replace("s += i", "s += 2 * i"))
     lines = _progress(_scons(p, "-j2", progress="on"))
-    assert [(pos, total) for pos, total, _ in sorted(lines)] == [(1, 4), (2, 4), (3, 4), (4, 4)]
-    assert sorted(kind for *_, kind in lines) == ["DEVICE", "HOST", "LINK", "PACKAGE+EMBED"]
+    assert [(pos, total) for pos, total, _ in sorted(lines)] == [(1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]
+    assert sorted(kind for *_, kind in lines) == ["DEVICE", "HOST", "HOSTIR", "LINK", "PACKAGE+EMBED"]
 
 
 def test_progress_off_when_not_a_terminal_and_bad_values(tmp_path):
     p = _project(tmp_path)
     cp = _scons(p)  # output captured: not a terminal, the default is off
-    assert not _progress(cp) and "HOST src/main.c" in cp.stdout.splitlines()
+    assert not _progress(cp) and "HOSTIR src/main.c" in cp.stdout.splitlines()
     p.write("src/kern.cpp", KERN_CPP.replace("s += i", "s += 3 * i"))
     assert not _progress(_scons(p, progress="off"))
     bad = _scons(p, progress="sometimes", check=False)
@@ -138,7 +138,7 @@ def test_report_records(reported):
     assert r["per_arch"]["gfx90a"]["binary_bytes"] == {"app": app["archs"]["gfx90a"]["bytes"]}
     # The summary at the end of the build.
     out = reported["built"].stdout
-    assert "offload: build report: 9 action(s) this build" in out
+    assert "offload: build report: 11 action(s) this build" in out
     assert re.search(r"^  gfx90a\s+3\s+0\s", out, re.M) and re.search(r"^  sm_75\s+2\s+0\s", out, re.M)
 
 

@@ -28,7 +28,7 @@ env = Environment(tools=['default', 'compilation_db', 'offload'],
 if ARGUMENTS.get('cache'):
     CacheDir(ARGUMENTS['cache'])
 if ARGUMENTS.get('badhost'):
-    env['OFFLOAD_HOSTCOM'] = 'echo not-an-object > $TARGET'
+    env['OFFLOAD_HOSTBACKENDCOM'] = 'echo not-an-object > $TARGET'
 if ARGUMENTS.get('compdb'):
     env.CompilationDatabase('compile_commands.json')
 env.OffloadProgram(ARGUMENTS.get('out', 'app'), ['src/main.c', 'src/kern.cpp'],
@@ -63,30 +63,32 @@ def test_full_null_edit_and_run(proj):
     # Without AMD archs the program links the fat objects: one package+embed per source.
     cp = proj.scons("archs=sm_75")
     c = counts(cp)
-    assert (c["HOST"], c["DEVICE"], c["PACKAGE"], c["EMBED"], c["DEVICELINK"], c["LINK"]) == (2, 2, 2, 2, 0, 1)
+    assert (c["HOSTIR"], c["HOST"], c["DEVICE"], c["PACKAGE"], c["EMBED"], c["DEVICELINK"], c["LINK"]) == \
+        (2, 2, 2, 2, 2, 0, 1)
     assert _offload_archs(proj.root / "src/main.o") == ["sm_75"]
     assert proj.up_to_date("archs=sm_75")
     # With an AMD arch, its device link is a node of its own (DEVICELINK) and the program links
     # the host objects plus one carrier of the device images (one PACKAGE+EMBED).
     cp = proj.scons("archs=sm_75,gfx90a")
     c = counts(cp)
-    assert (c["HOST"], c["DEVICE"], c["DEVICELINK"], c["PACKAGE"], c["EMBED"], c["LINK"]) == (0, 2, 1, 1, 1, 1), cp.stdout
+    assert (c["HOSTIR"], c["HOST"], c["DEVICE"], c["DEVICELINK"], c["PACKAGE"], c["EMBED"], c["LINK"]) == \
+        (0, 0, 2, 1, 1, 1, 1), cp.stdout
     assert device_archs(cp) == {"gfx90a": 2}
     assert _offload_archs(proj.root / "app.offload.o") == ["gfx90a", "sm_75", "sm_75"]
     assert _offload_archs(proj.root / "app") == ["gfx90a", "sm_75"]
     assert _run_app(proj) == "main 1.5 kern 4950\n"
     # Null build: nothing to do.
     assert proj.up_to_date("archs=sm_75,gfx90a")
-    # Editing one source reruns only its host/device compiles, the device link of the AMD arch,
-    # the carrier and the link.
+    # Editing one source reruns only its host IR, host object and device compiles, the device link
+    # of the AMD arch, the carrier and the link.
     src = proj.root / "src/kern.cpp"
     src.write_text(KERN_CPP.replace("s += i", "s += 2 * i"))
     cp = proj.scons("archs=sm_75,gfx90a")
     c = counts(cp)
-    assert (c["HOST"], c["DEVICE"], c["DEVICELINK"], c["PACKAGE"], c["EMBED"], c["LINK"]) == (1, 2, 1, 1, 1, 1), \
-        cp.stdout
-    assert all("kern.cpp" in rest for kind, rest in
-               [(k, r) for k, r in __import__("scons_helpers").actions(cp) if k in ("HOST", "DEVICE")])
+    assert (c["HOSTIR"], c["HOST"], c["DEVICE"], c["DEVICELINK"], c["PACKAGE"], c["EMBED"], c["LINK"]) == \
+        (1, 1, 2, 1, 1, 1, 1), cp.stdout
+    compiled = [r for k, r in __import__("scons_helpers").actions(cp) if k in ("HOSTIR", "HOST", "DEVICE")]
+    assert all(r.endswith(("src/kern.cpp", "src/kern.host.bc")) for r in compiled), compiled
     assert _run_app(proj) == "main 1.5 kern 9900\n"
 
 

@@ -4,7 +4,8 @@ per-source containers (OffloadBinary package + fat object, or HIP's `.hipfb` bun
     OffloadHostObject, OffloadDeviceObject, OffloadPackage, OffloadEmbed, OffloadObject
 
 The language of each source (`_languages`) decides the graph: OpenMP and CUDA with clang are
-host + device nodes + package/embed; HIP bundles its code objects into the host compile; CUDA with
+host + device nodes + package/embed (OpenMP's host compile in two nodes, the host IR that every
+device compile of the source reads and the host object made from it: `_host_ir`); HIP bundles its code objects into the host compile; CUDA with
 nvcc is one compile per source; a plain host source (`OFFLOAD_LANG='host'`) is the environment's
 own `Object`."""
 
@@ -18,10 +19,11 @@ import sys
 import SCons.Errors
 import SCons.Node.FS
 import SCons.Script
+import SCons.Subst
 import SCons.Tool
 import SCons.Util
 
-from . import _archs, _compdb, _consume, _languages, _nvcc, _toolchain
+from . import _archs, _compdb, _consume, _host_ir, _languages, _nvcc, _toolchain
 from ._signatures import GroupSignatureAction
 from ._archs import archs_for, file_safe
 from ._builders import (COMPILER_VARS, LAUNCH, LIBRARY_VARS, PACKAGE_EMBED, PY, action, builder, canonical, group_builder,
@@ -31,6 +33,12 @@ from ._languages import language_of
 COMMANDS = {
     "OFFLOAD_HOSTCOM": f"{LAUNCH} $OFFLOAD_CLANG $_OFFLOAD_HOST_LANGFLAGS --offload-host-only -c -o $TARGET "
                        "$OFFLOAD_HOSTFLAGS $_OFFLOAD_SRCFLAGS $_CCCOMCOM $SOURCE",
+    # OpenMP: the host front end once per source (`<stem>.host.bc`), the host object from its IR.
+    "OFFLOAD_HOSTIRCOM": f"{LAUNCH} $OFFLOAD_CLANG $_OFFLOAD_HOST_LANGFLAGS --offload-host-only -emit-llvm "
+                         "-Xclang -disable-llvm-passes -c -o $TARGET $OFFLOAD_HOSTFLAGS $_OFFLOAD_SRCFLAGS $_CCCOMCOM "
+                         "$SOURCE",
+    "OFFLOAD_HOSTBACKENDCOM": f"{LAUNCH} $OFFLOAD_CLANG $_OFFLOAD_HOST_BACKENDFLAGS --offload-host-only -c -o $TARGET "
+                              "$OFFLOAD_HOSTFLAGS $_OFFLOAD_SRCFLAGS $( -Wno-unused-command-line-argument $) $SOURCE",
     "OFFLOAD_DEVICECOM": f"{LAUNCH} $OFFLOAD_CLANG $_OFFLOAD_DEVICE_LANGFLAGS --offload-device-only "
                          "--offload-arch=$OFFLOAD_ARCH $_OFFLOAD_VENDORFLAGS -c -o $TARGET "
                          "$OFFLOAD_DEVICEFLAGS $_OFFLOAD_SRCFLAGS $_CCCOMCOM $SOURCE",
@@ -48,6 +56,8 @@ COMMANDS = {
 
 COMSTRS = {
     "OFFLOAD_HOSTCOMSTR": "HOST ${SOURCE}",
+    "OFFLOAD_HOSTIRCOMSTR": "HOSTIR ${SOURCE}",
+    "OFFLOAD_HOSTBACKENDCOMSTR": "HOST ${SOURCE}",
     "OFFLOAD_DEVICECOMSTR": "DEVICE ${OFFLOAD_ARCH} ${SOURCE}",
     "OFFLOAD_NVCCCOMSTR": "NVCC ${SOURCE}",
     "OFFLOAD_HIPFBCOMSTR": "BUNDLE ${TARGET}",
@@ -74,6 +84,47 @@ class _CompileAction(GroupSignatureAction):
                                  f"looks like {hint} code; set OFFLOAD_LANG='{hint.lower()}' for it "
                                  f"(e.g. env.OffloadObject('{src}', OFFLOAD_LANG='{hint.lower()}'))\n")
         return status
+
+
+class _DeviceCompileAction(_CompileAction):
+    """A device compile. For a source whose host IR is a node of its own (OpenMP: the target's
+    `offload_host_ir`), it runs the driver's device jobs reading that IR (`_host_ir`) rather than
+    the driver command, which makes the host IR again; its signature is the driver command all
+    the same (it determines the jobs), so signing a node never asks the driver anything."""
+
+    def process(self, target, source, env, executor=None, *args, **kw):
+        cmd_list, ignore, silent = super().process(target, source, env, executor, *args, **kw)
+        if executor:
+            target, source = executor.get_all_targets(), executor.get_all_sources()
+        host_ir = getattr(target[0].attributes, "offload_host_ir", None) if target else None
+        if host_ir is None or len(cmd_list) != 1 or not source:
+            return cmd_list, ignore, silent
+        penv = {k: os.pathsep.join(map(str, v)) if SCons.Util.is_List(v) else str(v) for k, v in env["ENV"].items()}
+        jobs = _host_ir.device_jobs([str(a) for a in cmd_list[0]], str(source[0]), str(target[0]), str(host_ir), penv)
+        if jobs is None:
+            return cmd_list, ignore, silent
+        # One command line (`a && b`, as SCons runs and shows a shell command), so that a
+        # verbose build prints every job it runs.
+        line = []
+        for job in jobs:
+            line.extend(([SCons.Subst.CmdStringHolder("&&", None)] if line else []) + [_quoted(a) for a in job])
+        return [line], ignore, silent
+
+    def execute(self, target, source, env, executor=None):
+        try:
+            return super().execute(target, source, env, executor)
+        finally:
+            t = (executor.get_all_targets() if executor else target)[0]
+            if getattr(t.attributes, "offload_host_ir", None) is not None:
+                _host_ir.remove_temp(str(t))
+
+
+_SHELL_SPECIAL = set(" \t\n\"'\\$`;&|<>()*?[]{}~#!")
+
+
+def _quoted(arg: str):
+    """A job argument as SCons escapes a command line's: quoted when the shell would read it."""
+    return SCons.Subst.CmdStringHolder(arg, True if _SHELL_SPECIAL.intersection(arg) else None)
 
 
 def _foreign_language_hint(src) -> str | None:
@@ -160,8 +211,18 @@ def builders() -> dict:
                                                              varlist=COMPILER_VARS),
                                        source_scanner=scanner, suffix=_host_suffix, src_suffix=src_suffix,
                                        emitter=_mark()),
-        "_OffloadDeviceCompile": group_builder(action=_CompileAction("$OFFLOAD_DEVICECOM", cmdstr="$OFFLOAD_DEVICECOMSTR",
-                                                               varlist=COMPILER_VARS),
+        # OpenMP: the host IR (a source's compile), and the host object made from it (reads IR:
+        # nothing to scan).
+        "_OffloadHostIR": group_builder(action=_CompileAction("$OFFLOAD_HOSTIRCOM", cmdstr="$OFFLOAD_HOSTIRCOMSTR",
+                                                              varlist=COMPILER_VARS),
+                                        source_scanner=scanner, emitter=_mark()),
+        "_OffloadHostBackend": group_builder(action=GroupSignatureAction("$OFFLOAD_HOSTBACKENDCOM",
+                                                                         cmdstr="$OFFLOAD_HOSTBACKENDCOMSTR",
+                                                                         varlist=COMPILER_VARS),
+                                             emitter=_mark()),
+        "_OffloadDeviceCompile": group_builder(action=_DeviceCompileAction("$OFFLOAD_DEVICECOM",
+                                                                         cmdstr="$OFFLOAD_DEVICECOMSTR",
+                                                                         varlist=COMPILER_VARS),
                                          source_scanner=scanner, suffix=_device_suffix, src_suffix=src_suffix,
                                          emitter=_mark(image=True)),
         "_OffloadNvccCompile": builder(action=action("OFFLOAD_NVCCCOM", ["_OFFLOAD_NVCC_ID"]), source_scanner=scanner,
@@ -246,6 +307,8 @@ def _common_overrides(env, s, lang, kw) -> dict:
              _OFFLOAD_CUDAPATHFLAG="--cuda-path=$OFFLOAD_CUDA_PATH" if env.get("OFFLOAD_CUDA_PATH") else "",
              _OFFLOAD_ROCMFLAGS=("--rocm-path=$OFFLOAD_ROCM_PATH" if env.get("OFFLOAD_ROCM_PATH") else ""),
              _OFFLOAD_HOST_LANGFLAGS=lang.host_flags, _OFFLOAD_DEVICE_LANGFLAGS=lang.device_flags)
+    if lang.host_ir:
+        o["_OFFLOAD_HOST_BACKENDFLAGS"] = lang.host_backend_flags
     if "_OFFLOAD_CUID" in lang.host_flags + lang.device_flags:
         o["_OFFLOAD_CUID"] = _cuid(s)
     return o
@@ -284,12 +347,19 @@ def host_object(env, s, target, kw, extra_sources=(), pic=False):
         if pic:
             _pic_overrides(senv, o)
         genv = group_env(env, o)
-        made = genv._OffloadHostCompile(target, [s] + list(extra_sources))
+        if lang.host_ir:
+            # The object from the host IR the device compiles read (`_host_ir`).
+            ir_node = host_ir(env, s, target, kw, pic)
+            obj = node(env, target) if target else \
+                s.dir.File(stem(s) + senv.subst(_host_suffix({"_OFFLOAD_PIC": pic}, [s])))
+            made = genv._OffloadHostBackend(obj, ir_node)
+        else:
+            made = genv._OffloadHostCompile(target, [s] + list(extra_sources))
+            _compdb.record(genv, made, [s], "OFFLOAD_HOSTCOM")
         if extra_sources:
             _consume.check_before(env, made)  # the .hipfb clang embeds unread
         if lang.file_identity:
             env.Depends(made, env.Value(_identity(s)))
-        _compdb.record(genv, made, [s], "OFFLOAD_HOSTCOM")
         # Every clang-built source has a host object: it owns the source's stale per-arch files.
         clean_stale_archs(env, made, s.dir, stem(s) + ".", (".o", ".bc", ".co"), archs_for(lang, canonical(senv)))
         return made
@@ -299,7 +369,38 @@ def host_object(env, s, target, kw, extra_sources=(), pic=False):
                         wants(senv, lang.name, kw.get("OFFLOAD_CLANG")), make)
 
 
-def device_object(env, s, arch, target, kw):
+def _host_ir_node(env, s, target, pic: bool):
+    """`<stem>.host.bc` (`.host.pic.bc` position-independent) beside the source, or the host
+    object's name with `.bc` when the caller named that object."""
+    if target:
+        t = node(env, target)
+        return t.dir.File(stem(t) + ".bc")
+    return s.dir.File(stem(s) + (".host.pic.bc" if pic else ".host.bc"))
+
+
+def host_ir(env, s, target, kw, pic=False):
+    """The host IR of an OpenMP source (`OFFLOAD_HOSTIRCOM`): its host object and every device
+    compile of the source read it (`_host_ir`)."""
+    senv = settings(env, kw)
+    lang = language_of(s, senv)
+    ir = _host_ir_node(env, s, target, pic)
+
+    def make():
+        o = _common_overrides(senv, s, lang, kw)
+        if pic:
+            _pic_overrides(senv, o)
+        genv = group_env(env, o)
+        made = genv._OffloadHostIR(ir, s)
+        env.Depends(made, env.Value(_identity(s)))
+        _compdb.record(genv, made, [s], "OFFLOAD_HOSTIRCOM")
+        return made
+
+    return registry.get(env, ir.get_path(), "hostir", wants(senv, lang.name, kw.get("OFFLOAD_CLANG")), make)
+
+
+def device_object(env, s, arch, target, kw, ir=None):
+    """One arch's device compile of `s`; for a language with a host-IR node (OpenMP), reading
+    `ir` (by default the source's own `<stem>.host.bc`)."""
     senv = settings(env, kw)
     require_clang(senv)
     lang = language_of(s, senv)
@@ -311,6 +412,11 @@ def device_object(env, s, arch, target, kw):
         o["OFFLOAD_ARCH"] = arch
         genv = group_env(env, o)
         made = genv._OffloadDeviceCompile(target, s)
+        if lang.host_ir:
+            hir = ir if ir is not None else host_ir(env, s, None, kw)[0]
+            env.Depends(made, hir)
+            for n in made:
+                n.attributes.offload_host_ir = hir
         if lang.file_identity:
             env.Depends(made, env.Value(_identity(s)))
         _compdb.record(genv, made, [s], "OFFLOAD_DEVICECOM")
@@ -399,7 +505,9 @@ def offload_object(env, s, target, kw, pic=False):
             kw2 = dict(kw, OFFLOAD_CLANG="$OFFLOAD_HIPCC")
         else:
             kw2 = kw
-        devices = {a: device_object(env, s, a, None, kw2)[0] for a in archs}
+        # OpenMP: the host IR of this object's host compile, read by every device compile.
+        ir = host_ir(env, s, None, kw, pic)[0] if lang.host_ir else None
+        devices = {a: device_object(env, s, a, None, kw2, ir)[0] for a in archs}
         parts = {"host": None, "devices": devices, "package": None}
         if lang.bundled_device_code:
             extra = []

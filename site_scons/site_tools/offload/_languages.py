@@ -30,6 +30,11 @@ class Language:
     # Offload entry names are derived from the source file's identity (st_dev, st_ino): host and
     # device objects must come from the same file, on this machine (never a distributed compile).
     file_identity: bool = False
+    # The host compile is two nodes, the host IR and the object made from it, and every device
+    # compile reads that IR instead of making its own (OpenMP, `_host_ir`); `host_backend_flags`
+    # are the host flags of the object's compile (what the host IR already holds left out).
+    host_ir: bool = False
+    host_backend_flags: str = ""
     # Device objects are code objects bundled into the host object (HIP's `.hipfb`), rather
     # than images of an OffloadBinary package embedded next to it.
     bundled_device_code: bool = False
@@ -52,12 +57,14 @@ class Language:
 # host code (no offload entries, the program never offloads). With a target the host object is
 # byte-identical whatever the targets or archs (checked on clang 19 and 22), so a fixed triple set
 # keeps the host compile independent of OFFLOAD_ARCHS. `$_OFFLOAD_SOURCE_ID` names the file
-# identity for compiler caches (see `file_identity`).
+# identity for compiler caches (see `file_identity`); the host object's compile reads IR, which
+# holds it already.
+OPENMP_TARGETS = "-fopenmp-targets=nvptx64-nvidia-cuda,amdgcn-amd-amdhsa"
 OPENMP = Language(
     "openmp", (".c", ".cc", ".cpp", ".cxx", ".C", ".c++"), "openmp", ("nvidia", "amd"),
-    host_flags="-fopenmp -fopenmp-targets=nvptx64-nvidia-cuda,amdgcn-amd-amdhsa $_OFFLOAD_SOURCE_ID",
+    host_flags=f"-fopenmp {OPENMP_TARGETS} $_OFFLOAD_SOURCE_ID",
     device_flags="-fopenmp $_OFFLOAD_SOURCE_ID",
-    file_identity=True)
+    file_identity=True, host_ir=True, host_backend_flags=f"-fopenmp {OPENMP_TARGETS}")
 
 # CUDA, new driver + RDC: clang 19 does not forward `-cuid=` there ("argument unused") and names
 # externalised device statics after the file's (dev, inode) instead, so the pinned CUID goes

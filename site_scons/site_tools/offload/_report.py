@@ -43,6 +43,7 @@ SCHEMA = "offload-build-report/1"
 #: Hidden builder -> action kind in the report (anything else: the builder's own name, lower case).
 KINDS = {
     "_OffloadHostCompile": "host-compile", "_OffloadDeviceCompile": "device-compile",
+    "_OffloadHostIR": "host-ir", "_OffloadHostBackend": "host-compile",
     "_OffloadNvccCompile": "nvcc-compile", "_OffloadHipfb": "bundle", "_OffloadPackage": "package",
     "_OffloadEmbed": "embed", "_OffloadPackageEmbed": "package+embed", "_OffloadCarrier": "package+embed",
     "_OffloadDeviceLink": "device-link", "_OffloadLink": "link", "_OffloadShLink": "link",
@@ -59,9 +60,9 @@ FINAL_BUILDERS = {"_OffloadLink", "_OffloadShLink", "_OffloadAr", "Program", "Sh
                   "StaticLibrary", "Library"}
 HOST_GROUP = "host"
 #: Kind -> the word the action's line starts with (its COMSTR), for labels.
-WORDS = {"host-compile": "HOST", "device-compile": "DEVICE", "nvcc-compile": "NVCC", "device-link": "DEVICELINK",
+WORDS = {"host-ir": "HOSTIR", "host-compile": "HOST", "device-compile": "DEVICE", "nvcc-compile": "NVCC", "device-link": "DEVICELINK",
          "relocatable-link": "RELOCATABLE", "archive": "AR"}
-_COMPILES = ("host-compile", "device-compile", "nvcc-compile")
+_COMPILES = ("host-ir", "host-compile", "device-compile", "nvcc-compile")
 
 _thread = threading.local()
 

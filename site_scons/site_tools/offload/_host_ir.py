@@ -1,0 +1,233 @@
+"""OpenMP device compiles that read the host IR made once per source, instead of each making it.
+
+An OpenMP device compile needs the host's LLVM IR: the device side takes the order and names of
+the offload entries from its `omp_offload.info` metadata (`-fopenmp-host-ir-file-path`). Inside one
+`clang -fopenmp --offload-arch=a,b -c`, the driver runs the host front end once and hands its IR to
+every device job; a device-only compile (`--offload-device-only`), one per arch here, runs the
+host front end again itself, for nothing but that metadata: with heavy headers about half of each
+device compile. So the graph of an OpenMP source is
+
+    x.cpp --HOSTIR--> x.host.bc       (the host front end, what the driver's host job makes:
+                                       `-emit-llvm-bc -disable-llvm-passes`, the tool's fixed
+                                       `-fopenmp-targets`, so adding an arch does not rerun it)
+    x.host.bc --HOST--> x.host.o      (the driver's host backend job; the same bytes as
+                                       `--offload-host-only -c x.cpp`)
+    x.cpp [+ x.host.bc] --DEVICE <arch>--> x.<arch>.o / .bc
+
+and each device node runs the device jobs of its driver command with the host-IR job dropped
+and `-fopenmp-host-ir-file-path` naming `x.host.bc` (a dependency of the node: a host flag that
+changes the host IR reruns the device compiles, as it would inside one driver compile).
+
+The jobs are not hard-coded: they are read from the driver's `-###` of the node's own command,
+once per command-line shape (the command with its source, output and source id set aside; the
+compiles of one arch and language share one), and instantiated per node. The node's signature
+stays its driver command (`OFFLOAD_DEVICECOM`), which determines those jobs for a given clang,
+whose identity is in the signature too. A plan of another shape (more or other jobs, a compiler
+that is a wrapper or a launcher such as ccache, which wants whole compiles) falls back to the
+driver command with a one-line note, once per shape.
+
+Checked by experiment (clang 19 and 22): a device object compiled this way is byte-identical to
+the driver's device-only compile, also when the host IR was made with other host flags (`-O1`,
+`-fPIC`) and both offload triples; the host object from the IR is byte-identical to the host-only
+compile and to the host part of the driver's fat object."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+
+#: The define that carries a source's file identity (`offload_ids.h`), different per source.
+SOURCE_ID = "OFFLOAD_TOOL_SOURCE_ID="
+
+# Stand-ins for what differs between the nodes that share a plan.
+_SRC, _NAME, _OUT, _HOSTIR, _TMP, _ID = (f"\0{w}\0" for w in ("src", "name", "out", "hostir", "tmp", "id"))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The device jobs of one command-line shape, with stand-ins for the per-node values."""
+    jobs: tuple[tuple[str, ...], ...]
+    temp_suffix: str          # suffix of the file between the device job and ptxas ('' if none)
+
+
+class _Shape(Exception):
+    """The driver's plan is not one host-IR job followed by the device jobs this module knows."""
+
+
+_plans: dict[tuple, Plan | str] = {}
+_noted: set[str] = set()
+_lock = threading.Lock()
+
+
+def _is_clang(prog: str, path_var: str) -> bool:
+    """Whether `prog` is a clang executable itself (ELF, named clang*): a launcher or wrapper
+    (ccache, a site script) wants whole compiles, or adds what `-###` need not show."""
+    found = shutil.which(prog, path=path_var) if os.sep not in prog else prog
+    if not found:
+        return False
+    real = os.path.realpath(found)
+    if not os.path.basename(real).startswith("clang"):
+        return False
+    try:
+        with open(real, "rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+def _jobs_of(text: str) -> list[list[str]]:
+    return [shlex.split(line) for line in text.splitlines() if line.startswith(' "')]
+
+
+def _out_of(job: list[str]) -> str:
+    try:
+        return job[job.index("-o") + 1]
+    except (ValueError, IndexError):
+        raise _Shape("a job without -o") from None
+
+
+def parse(text: str, src: str, out: str, source_id: str) -> Plan:
+    """The plan of a device-only compile's `-###` output (`text`) for the node compiling `src`
+    into `out` (`source_id`: its `OFFLOAD_TOOL_SOURCE_ID` value, or ''), or `_Shape`."""
+    jobs = _jobs_of(text)
+    if len(jobs) not in (2, 3):
+        raise _Shape(f"{len(jobs)} jobs, not a host-IR job and one or two device jobs")
+    host, device = jobs[0], jobs[1]
+    if host[1:2] != ["-cc1"] or "-emit-llvm-bc" not in host or "-disable-llvm-passes" not in host \
+            or "-fopenmp-is-target-device" in host:
+        raise _Shape("the first job is not the host front end writing IR")
+    host_ir = _out_of(host)
+    if device[1:2] != ["-cc1"] or "-fopenmp-is-target-device" not in device:
+        raise _Shape("the second job is not the device compile")
+    try:
+        if device[device.index("-fopenmp-host-ir-file-path") + 1] != host_ir:
+            raise _Shape("the device job reads another host IR")
+    except (ValueError, IndexError):
+        raise _Shape("the device job reads no host IR") from None
+    middle = _out_of(device)
+    if len(jobs) == 2:
+        if middle != out:
+            raise _Shape("the device job does not write the output")
+        rest, temp_suffix = [device], ""
+    else:
+        ptxas = jobs[2]
+        if not os.path.basename(ptxas[0]).startswith("ptxas") or middle not in ptxas or out not in ptxas \
+                or middle == out:
+            raise _Shape(f"an unknown job '{os.path.basename(ptxas[0])}' after the device compile")
+        rest, temp_suffix = [device, ptxas], os.path.splitext(middle)[1]
+    name = os.path.basename(src)
+    made = []
+    for job in rest:
+        args, prev = [], ""
+        for a in job:
+            if a == host_ir:
+                a = _HOSTIR
+            elif a == middle and middle != out:
+                a = _TMP
+            elif a == src:
+                a = _SRC
+            elif a == out:
+                a = _OUT
+            elif prev == "-main-file-name" and a == name:
+                a = _NAME
+            elif source_id and a.startswith(("-D" + SOURCE_ID, SOURCE_ID)) and a.endswith("=" + source_id):
+                a = a[:-len(source_id)] + _ID
+            args.append(a)
+            prev = a
+        made.append(tuple(args))
+    for a in (a for job in made for a in job):
+        if name in a or os.path.basename(out) in a or (source_id and source_id in a):
+            raise _Shape(f"a job names the source or the output where the tool does not expect it ('{a}')")
+        if a == host_ir:
+            raise _Shape("the host IR is read by another job too")
+    if not any(_SRC in job for job in made[:1]):
+        raise _Shape("the device job does not compile the source")
+    return Plan(jobs=tuple(made), temp_suffix=temp_suffix)
+
+
+def _shape(argv: list[str], src: str, out: str, penv: dict) -> tuple[tuple, str]:
+    """The key of a node's plan: its command with the source, output and source id set aside
+    (their suffixes kept: they decide the language and the output kind), the folder it runs in
+    and its process environment; and the node's source id."""
+    source_id, key = "", []
+    for a in argv:
+        if a == src:
+            a = "\0src" + os.path.splitext(src)[1]
+        elif a == out:
+            a = "\0out" + os.path.splitext(out)[1]
+        elif a.startswith("-D" + SOURCE_ID):
+            source_id, a = a[len("-D" + SOURCE_ID):], "\0id"
+        key.append(a)
+    return (tuple(key), os.getcwd(), tuple(sorted(penv.items()))), source_id
+
+
+def _note(what: str, why: str) -> None:
+    if what not in _noted:
+        _noted.add(what)
+        sys.stderr.write(f"offload: note: OpenMP device compiles run the host front end themselves ({why}): "
+                         "one driver compile per source and arch instead\n")
+
+
+def temp_path(out: str, suffix: str) -> str:
+    """The file between a node's device job and ptxas: in the temporary folder, as the driver's,
+    named after the output (one per node, so parallel compiles never share one)."""
+    digest = hashlib.sha1(os.path.abspath(out).encode()).hexdigest()[:16]
+    return os.path.join(tempfile.gettempdir(), f"offload-device-{digest}{suffix}")
+
+
+def remove_temp(out: str) -> None:
+    """Remove the file between a node's jobs (whether they succeeded or not)."""
+    for suffix in _temp_suffixes:
+        try:
+            os.remove(temp_path(out, suffix))
+        except OSError:
+            pass
+
+
+_temp_suffixes: set[str] = set()
+
+
+def device_jobs(argv: list[str], src: str, out: str, host_ir: str, penv: dict) -> list[list[str]] | None:
+    """The commands that compile `src` into `out` as the driver command `argv` would, reading
+    `host_ir` instead of making the host IR; None (after a note, once per shape) where the plan
+    is not recognised, and the driver command is to run as it is."""
+    if not argv or not _is_clang(argv[0], penv.get("PATH", os.defpath)):
+        _note(f"prog {argv[:1]}", f"'{argv[0] if argv else ''}' is not clang itself: a launcher or a wrapper")
+        return None
+    key, source_id = _shape(argv, src, out, penv)
+    with _lock:
+        plan = _plans.get(key)
+        if plan is None:
+            try:
+                run = subprocess.run(list(argv) + ["-###"], capture_output=True, text=True, timeout=120, env=penv)
+                plan = parse(run.stdout + run.stderr, src, out, source_id) if run.returncode == 0 \
+                    else f"'{os.path.basename(argv[0])} -###' failed"
+            except (OSError, subprocess.SubprocessError, ValueError) as exc:
+                plan = f"'{os.path.basename(argv[0])} -###' did not run: {exc}"
+            except _Shape as exc:
+                plan = f"the driver's plan is not recognised: {exc}"
+            _plans[key] = plan
+            if isinstance(plan, Plan) and plan.temp_suffix:
+                _temp_suffixes.add(plan.temp_suffix)
+    if isinstance(plan, str):
+        _note(plan, plan)
+        return None
+    values = {_SRC: src, _NAME: os.path.basename(src), _OUT: out, _HOSTIR: host_ir, _ID: source_id,
+              _TMP: temp_path(out, plan.temp_suffix)}
+    jobs = []
+    for job in plan.jobs:
+        args = []
+        for a in job:
+            if "\0" in a:
+                for standin, value in values.items():
+                    a = a.replace(standin, value)
+            args.append(a)
+        jobs.append(args)
+    return jobs
