@@ -347,7 +347,7 @@ def host_object(env, s, target, kw, extra_sources=(), pic=False):
         if pic:
             _pic_overrides(senv, o)
         genv = group_env(env, o)
-        if lang.host_ir:
+        if lang.host_ir and _host_ir.wanted(senv, lang):
             # The object from the host IR the device compiles read (`_host_ir`).
             ir_node = host_ir(env, s, target, kw, pic)
             obj = node(env, target) if target else \
@@ -412,7 +412,7 @@ def device_object(env, s, arch, target, kw, ir=None):
         o["OFFLOAD_ARCH"] = arch
         genv = group_env(env, o)
         made = genv._OffloadDeviceCompile(target, s)
-        if lang.host_ir:
+        if lang.host_ir and (ir is not None or _host_ir.wanted(senv, lang)):
             hir = ir if ir is not None else host_ir(env, s, None, kw)[0]
             env.Depends(made, hir)
             for n in made:
@@ -506,7 +506,7 @@ def offload_object(env, s, target, kw, pic=False):
         else:
             kw2 = kw
         # OpenMP: the host IR of this object's host compile, read by every device compile.
-        ir = host_ir(env, s, None, kw, pic)[0] if lang.host_ir else None
+        ir = host_ir(env, s, None, kw, pic)[0] if lang.host_ir and _host_ir.wanted(senv, lang) else None
         devices = {a: device_object(env, s, a, None, kw2, ir)[0] for a in archs}
         parts = {"host": None, "devices": devices, "package": None}
         if lang.bundled_device_code:

@@ -24,7 +24,9 @@ compiles of one arch and language share one), and instantiated per node. The nod
 stays its driver command (`OFFLOAD_DEVICECOM`), which determines those jobs for a given clang,
 whose identity is in the signature too. A plan of another shape (more or other jobs, a compiler
 that is a wrapper or a launcher such as ccache, which wants whole compiles) falls back to the
-driver command with a one-line note, once per shape.
+driver command with a one-line note, once per shape. Where a launcher (ccache, sccache) or a
+wrapper runs the compiler, the graph keeps one driver compile per node (`wanted`): those cache
+whole compiles, and a compile of IR is not one they cache.
 
 Checked by experiment (clang 19 and 22): a device object compiled this way is byte-identical to
 the driver's device-only compile, also when the host IR was made with other host flags (`-O1`,
@@ -33,6 +35,7 @@ compile and to the host part of the driver's fat object."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shlex
@@ -42,6 +45,8 @@ import sys
 import tempfile
 import threading
 from dataclasses import dataclass
+
+import SCons.Util
 
 #: The define that carries a source's file identity (`offload_ids.h`), different per source.
 SOURCE_ID = "OFFLOAD_TOOL_SOURCE_ID="
@@ -80,6 +85,26 @@ def _is_clang(prog: str, path_var: str) -> bool:
             return f.read(4) == b"\x7fELF"
     except OSError:
         return False
+
+
+@functools.lru_cache(maxsize=None)
+def _is_clang_cached(prog: str, path_var: str) -> bool:
+    return _is_clang(prog, path_var)
+
+
+def wanted(env, lang) -> bool:
+    """Whether the OpenMP compiles of `env` take the host-IR graph: only where the compiler is
+    clang itself and no launcher runs it. ccache, sccache or a site wrapper cache or ship whole
+    driver compiles (ccache does not cache a compile of IR; sccache refuses `-Xclang`), so there
+    each node stays the driver compile it was, cached as before. Decided while the graph is
+    made, from the compiler and launcher the compiles would run."""
+    launcher = env.subst("$OFFLOAD_LOCAL_LAUNCHER" if lang.file_identity else "$OFFLOAD_LAUNCHER").strip()
+    if launcher:
+        return False
+    path_var = env["ENV"].get("PATH", os.defpath)
+    if SCons.Util.is_List(path_var):
+        path_var = os.pathsep.join(map(str, path_var))
+    return _is_clang_cached(env.subst("$OFFLOAD_CLANG").strip(), str(path_var))
 
 
 def _jobs_of(text: str) -> list[list[str]]:
