@@ -36,9 +36,12 @@ def scons_env() -> dict:
 class Project:
     """A throw-away SCons project whose SConstruct loads the tool from this repository."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, files: dict[str, str] | None = None):
+        """`files`: relative path -> text, written at once (`write`)."""
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
+        for rel, text in (files or {}).items():
+            self.write(rel, text)
 
     def write(self, rel: str, text: str) -> Path:
         p = self.root / rel

@@ -34,11 +34,7 @@ AMD_LIBS = "--rocm-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode"
 @pytest.fixture
 def proj(tmp_path):
     need_tool("clang-19")
-    p = Project(tmp_path / "proj")
-    p.write("SConstruct", SCONSTRUCT)
-    p.write("src/main.c", MAIN_C)
-    p.write("src/kern.cpp", KERN_CPP)
-    return p
+    return Project(tmp_path / "proj", {"SConstruct": SCONSTRUCT, "src/main.c": MAIN_C, "src/kern.cpp": KERN_CPP})
 
 
 @pytest.mark.parametrize("clang", ["clang-19", "clang-22"])

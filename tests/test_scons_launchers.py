@@ -103,14 +103,8 @@ SCONS_TIMEOUT = 300
 
 def _project(root: Path) -> Project:
     need_tool("clang-19")
-    p = Project(root)
-    p.write("SConstruct", SCONSTRUCT)
-    p.write("src/main.c", MAIN_C)
-    p.write("src/kern.cpp", KERN_CPP)
-    p.write("src/vadd.hip", VADD_HIP)
-    p.write("src/saxpy.cu", SAXPY_CU)
-    p.write("src/hello.c", HELLO_C)
-    return p
+    return Project(root, {"SConstruct": SCONSTRUCT, "src/main.c": MAIN_C, "src/kern.cpp": KERN_CPP,
+                          "src/vadd.hip": VADD_HIP, "src/saxpy.cu": SAXPY_CU, "src/hello.c": HELLO_C})
 
 
 def _scons(p: Project, *args, env: dict, check: bool = True) -> subprocess.CompletedProcess:

@@ -87,14 +87,8 @@ int main() {
 def _project(root) -> Project:
     need_tool("nvcc")
     need_tool("clang-19")      # the tool validates archs with clang's table
-    p = Project(root)
-    p.write("SConstruct", SCONSTRUCT)
-    p.write("src/main.cu", MAIN)
-    p.write("src/twice.cu", TWICE)
-    p.write("lib/twice.cu", TWICE)
-    p.write("lib/quad.cu", QUAD)
-    p.write("app/app.cpp", APP)
-    return p
+    return Project(root, {"SConstruct": SCONSTRUCT, "src/main.cu": MAIN, "src/twice.cu": TWICE, "lib/twice.cu": TWICE,
+                          "lib/quad.cu": QUAD, "app/app.cpp": APP})
 
 
 def _run(path) -> str:

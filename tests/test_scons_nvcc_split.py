@@ -77,11 +77,7 @@ def _device_work(c) -> collections.Counter:
 def _project(root) -> Project:
     need_tool("nvcc")
     need_tool("clang-19")      # the tool validates archs with clang's table
-    p = Project(root)
-    p.write("SConstruct", SCONSTRUCT)
-    p.write("src/saxpy.cu", SAXPY)
-    p.write("src/scale.cu", SCALE)
-    return p
+    return Project(root, {"SConstruct": SCONSTRUCT, "src/saxpy.cu": SAXPY, "src/scale.cu": SCALE})
 
 
 def _inspect(path) -> list[tuple[str, str, str]]:

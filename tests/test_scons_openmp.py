@@ -40,11 +40,7 @@ env.OffloadProgram(ARGUMENTS.get('out', 'app'), ['src/main.c', 'src/kern.cpp'],
 @pytest.fixture
 def proj(tmp_path):
     need_tool("clang-19")
-    p = Project(tmp_path / "proj")
-    p.write("SConstruct", SCONSTRUCT)
-    p.write("src/main.c", MAIN_C)
-    p.write("src/kern.cpp", KERN_CPP)
-    return p
+    return Project(tmp_path / "proj", {"SConstruct": SCONSTRUCT, "src/main.c": MAIN_C, "src/kern.cpp": KERN_CPP})
 
 
 def _run_app(p: Project) -> str:
