@@ -162,6 +162,8 @@ class Registry:
         key = (id(env), path, kind)
         if key in self.nodes:
             first_wants, made = self.nodes[key]
+            if first_wants.same_as(wants):
+                return made  # the same overrides: the same request, nothing to substitute
             first, this = first_wants(), wants()
             if first != this:
                 raise SCons.Errors.UserError(
@@ -176,10 +178,30 @@ class Registry:
 registry = Registry()
 
 
-def wants(senv, *parts):
+class Wants:
     """What a compile node's output depends on besides its source, in words (the registry's
-    notion of 'the same request'), as a callable the registry evaluates when it must compare."""
-    return lambda: _wants_text(senv, parts)
+    notion of 'the same request'), as a callable the registry evaluates when it must compare.
+    Two requests with equal parts and equal caller overrides (`kw`) are the same without asking."""
+
+    __slots__ = ("senv", "parts", "key")
+
+    def __init__(self, senv, parts: tuple, kw: dict | None):
+        self.senv, self.parts = senv, parts
+        try:
+            self.key = (parts, _signatures.frozen(dict(kw or {})))
+        except TypeError:
+            self.key = None  # overrides that cannot be compared: compare what they substitute to
+
+    def same_as(self, other: "Wants") -> bool:
+        return self.key is not None and self.key == other.key
+
+    def __call__(self) -> str:
+        return _wants_text(self.senv, self.parts)
+
+
+def wants(senv, *parts, kw: dict | None = None) -> Wants:
+    """`Wants` of a request made with the caller's overrides `kw` (`senv` = `settings(env, kw)`)."""
+    return Wants(senv, parts, kw)
 
 
 def _wants_text(senv, parts) -> str:

@@ -347,7 +347,7 @@ def host_object(env, s, target, kw, extra_sources=(), pic=False):
         if pic:
             _pic_overrides(senv, o)
         genv = group_env(env, o)
-        if lang.host_ir and _host_ir.wanted(senv, lang):
+        if lang.host_ir and _host_ir.wanted(env, kw, lang):
             # The object from the host IR the device compiles read (`_host_ir`).
             ir_node = host_ir(env, s, target, kw, pic)
             obj = node(env, target) if target else \
@@ -366,7 +366,7 @@ def host_object(env, s, target, kw, extra_sources=(), pic=False):
 
     what = "host" + ("+hipfb" if extra_sources else "") + (" pic" if pic else "")
     return registry.get(env, _request_key(env, s, target, what), "host",
-                        wants(senv, lang.name, kw.get("OFFLOAD_CLANG")), make)
+                        wants(senv, lang.name, kw.get("OFFLOAD_CLANG"), kw=kw), make)
 
 
 def _host_ir_node(env, s, target, pic: bool):
@@ -395,7 +395,7 @@ def host_ir(env, s, target, kw, pic=False):
         _compdb.record(genv, made, [s], "OFFLOAD_HOSTIRCOM")
         return made
 
-    return registry.get(env, ir.get_path(), "hostir", wants(senv, lang.name, kw.get("OFFLOAD_CLANG")), make)
+    return registry.get(env, ir.get_path(), "hostir", wants(senv, lang.name, kw.get("OFFLOAD_CLANG"), kw=kw), make)
 
 
 def device_object(env, s, arch, target, kw, ir=None):
@@ -412,7 +412,7 @@ def device_object(env, s, arch, target, kw, ir=None):
         o["OFFLOAD_ARCH"] = arch
         genv = group_env(env, o)
         made = genv._OffloadDeviceCompile(target, s)
-        if lang.host_ir and (ir is not None or _host_ir.wanted(senv, lang)):
+        if lang.host_ir and (ir is not None or _host_ir.wanted(env, kw, lang)):
             hir = ir if ir is not None else host_ir(env, s, None, kw)[0]
             env.Depends(made, hir)
             for n in made:
@@ -423,7 +423,7 @@ def device_object(env, s, arch, target, kw, ir=None):
         return made
 
     return registry.get(env, _request_key(env, s, target, f"device {arch}"), "device",
-                        wants(senv, lang.name, kw.get("OFFLOAD_CLANG")), make)
+                        wants(senv, lang.name, kw.get("OFFLOAD_CLANG"), kw=kw), make)
 
 
 def OffloadHostObject(env, source, target=None, **kw):
@@ -506,7 +506,7 @@ def offload_object(env, s, target, kw, pic=False):
         else:
             kw2 = kw
         # OpenMP: the host IR of this object's host compile, read by every device compile.
-        ir = host_ir(env, s, None, kw, pic)[0] if lang.host_ir and _host_ir.wanted(senv, lang) else None
+        ir = host_ir(env, s, None, kw, pic)[0] if lang.host_ir and _host_ir.wanted(env, kw, lang) else None
         devices = {a: device_object(env, s, a, None, kw2, ir)[0] for a in archs}
         parts = {"host": None, "devices": devices, "package": None}
         if lang.bundled_device_code:
@@ -534,7 +534,7 @@ def offload_object(env, s, target, kw, pic=False):
             n.attributes.offload_parts = parts
         return made
 
-    return registry.get(env, fat.get_path(), "object", wants(senv, lang.name, compiler, lang.driver, ",".join(archs)),
+    return registry.get(env, fat.get_path(), "object", wants(senv, lang.name, compiler, lang.driver, ",".join(archs), kw=kw),
                         make)
 
 
@@ -551,7 +551,7 @@ def _plain_host_object(env, s, target, kw, pic):
         return made
 
     return registry.get(env, _request_key(env, s, target, "plain" + (" pic" if pic else "")), "plain",
-                        wants(senv, "host"), make)
+                        wants(senv, "host", kw=kw), make)
 
 
 def _nvcc_object(env, senv, s, fat, archs, kw, pic):

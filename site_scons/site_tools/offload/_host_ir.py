@@ -48,6 +48,8 @@ from dataclasses import dataclass
 
 import SCons.Util
 
+from . import _signatures
+
 #: The define that carries a source's file identity (`offload_ids.h`), different per source.
 SOURCE_ID = "OFFLOAD_TOOL_SOURCE_ID="
 
@@ -92,19 +94,33 @@ def _is_clang_cached(prog: str, path_var: str) -> bool:
     return _is_clang(prog, path_var)
 
 
-def wanted(env, lang) -> bool:
-    """Whether the OpenMP compiles of `env` take the host-IR graph: only where the compiler is
-    clang itself and no launcher runs it. ccache, sccache or a site wrapper cache or ship whole
-    driver compiles (ccache does not cache a compile of IR; sccache refuses `-Xclang`), so there
-    each node stays the driver compile it was, cached as before. Decided while the graph is
-    made, from the compiler and launcher the compiles would run."""
-    launcher = env.subst("$OFFLOAD_LOCAL_LAUNCHER" if lang.file_identity else "$OFFLOAD_LAUNCHER").strip()
-    if launcher:
-        return False
-    path_var = env["ENV"].get("PATH", os.defpath)
-    if SCons.Util.is_List(path_var):
-        path_var = os.pathsep.join(map(str, path_var))
-    return _is_clang_cached(env.subst("$OFFLOAD_CLANG").strip(), str(path_var))
+_wanted: dict[tuple, tuple[bool, object]] = {}
+
+
+def wanted(env, kw: dict, lang) -> bool:
+    """Whether the OpenMP compiles of `env` with the caller's overrides `kw` take the host-IR
+    graph: only where the compiler is clang itself and no launcher runs it. ccache, sccache or a
+    site wrapper cache or ship whole driver compiles (ccache does not cache a compile of IR;
+    sccache refuses `-Xclang`), so there each node stays the driver compile it was, cached as
+    before. Decided while the graph is made, from the compiler and launcher the compiles would
+    run; once per (environment, overrides, language): every node of a source asks."""
+    try:
+        key = (id(env), _signatures.frozen(dict(kw)), lang.name)
+    except TypeError:
+        key = None
+    if key in _wanted:
+        return _wanted[key][0]
+    senv = env.Override(kw) if kw else env
+    launcher = senv.subst("$OFFLOAD_LOCAL_LAUNCHER" if lang.file_identity else "$OFFLOAD_LAUNCHER").strip()
+    answer = False
+    if not launcher:
+        path_var = senv["ENV"].get("PATH", os.defpath)
+        if SCons.Util.is_List(path_var):
+            path_var = os.pathsep.join(map(str, path_var))
+        answer = _is_clang_cached(senv.subst("$OFFLOAD_CLANG").strip(), str(path_var))
+    if key is not None:
+        _wanted[key] = (answer, env)  # (holds `env`: its id stays its own)
+    return answer
 
 
 def _jobs_of(text: str) -> list[list[str]]:

@@ -18,6 +18,7 @@ are read (environments may still change then)."""
 from __future__ import annotations
 
 import collections
+import functools
 import threading
 
 import SCons.Action
@@ -45,8 +46,13 @@ def frozen(value):
     raise TypeError(type(value).__name__)
 
 
-def _standins(prefix: str, nodes) -> list[str]:
-    return [f"@offload:{prefix}{i}@" for i in range(len(nodes))]
+def _standins(prefix: str, nodes) -> tuple[str, ...]:
+    return _standin_names(prefix, len(nodes))
+
+
+@functools.lru_cache(maxsize=None)
+def _standin_names(prefix: str, count: int) -> tuple[str, ...]:
+    return tuple(f"@offload:{prefix}{i}@" for i in range(count))
 
 
 class GroupSignatureAction(SCons.Action.CommandAction):
