@@ -17,7 +17,6 @@ import SCons.Action
 import SCons.Builder
 import SCons.Errors
 import SCons.Node
-import SCons.Node.FS
 import SCons.Util
 
 from . import _archs, _signatures, _variables
@@ -47,9 +46,8 @@ def builder(**kw) -> SCons.Builder.Builder:
 def group_builder(**kw) -> SCons.Builder.Builder:
     """A hidden builder called only on a `group_env`, which carries `NO_COMMAND_DEPENDENCIES`
     itself: no per-call overrides, so its nodes keep the group's environment (and share one
-    signature text, `_signatures`). Its targets are made as files at once (a per-source target
-    would otherwise be an Entry until SCons decides, and the emitters ask now)."""
-    return SCons.Builder.Builder(target_factory=SCons.Node.FS.File, **kw)
+    signature text, `_signatures`)."""
+    return SCons.Builder.Builder(**kw)
 
 
 class InProcessAction(SCons.Action.CommandAction):

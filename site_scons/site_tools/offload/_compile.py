@@ -168,7 +168,7 @@ def _mark(**attributes):
         lang = env["_OFFLOAD_LANG"]
         # A target named from its source by the builder's suffix is an Entry until SCons decides;
         # these are files, and whatever walks the graph (progress, reports) may ask now.
-        target = [t if isinstance(t, SCons.Node.FS.File) else env.File(t) for t in target]
+        target = [t if isinstance(t, SCons.Node.FS.File) else t.dir.File(t.name) for t in target]
         image = _image(env.subst("$OFFLOAD_ARCH"), lang) if attributes.get("image") else None
         for t in target:
             t.attributes.offload_lang = lang
