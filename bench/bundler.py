@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark: offload-bundler (our CLI, `python -m offload_tool.cli.bundler`, one subprocess per operation)
+"""Benchmark: offload-bundler (our CLI as users run it: the installed console script, one subprocess per operation)
 against clang-offload-bundler-19, and offload-packager against clang-offload-packager-19, in one run.
 
 Rows: bundle, unbundle and list of 3 code-like inputs of --size-mib MiB each (binary bundle, 3
