@@ -282,3 +282,27 @@ def test_arch_list_use_follows_the_files_the_preprocess_read(tmp_path):
     assert _nvcc._arch_list_use(str(ii), cmd)
     ii.write_text(f'# 1 "{tmp_path / "gone.h"}"\n')
     assert _nvcc._arch_list_use(str(ii), cmd)          # a file it cannot read: assume it does
+
+
+def test_sources_in_a_variant_directory_without_copies(tmp_path):
+    """A SConscript in a subdirectory built into a variant directory with `duplicate=0` (as
+    example projects and most SCons builds do): nvcc's steps read the source from the source
+    tree, by a path that holds where SCons runs commands (the top directory), and write nothing
+    beside the sources; an `-rdc=true` program's device link too."""
+    need_tool("nvcc")
+    need_tool("clang-19")
+    sub = SCONSTRUCT.replace("import os\n", "import os\nImport('rdc')\n").replace(
+        "env.OffloadProgram(", "env.Append(OFFLOAD_NVCCFLAGS=['-rdc=true'] if rdc else [])\nenv.OffloadProgram(")
+    p = Project(tmp_path / "p", {
+        "SConstruct": "for rdc in (0, 1):\n"
+                      "    SConscript('proj/SConscript', variant_dir=f'out{rdc}/proj', duplicate=False, "
+                      "exports='rdc')\n",
+        "proj/SConscript": sub, "proj/src/saxpy.cu": SAXPY, "proj/src/scale.cu": SCALE})
+    c = _steps(p.scons("-j2", "archs=sm_80,sm_90"))
+    assert c["NVCC-FE"] == 4 and c["NVCC-HOST"] == 4 and c["NVCC-DLINK"] == 1 and c["LINK"] == 2, c
+    assert sorted(f.name for f in (p.root / "proj" / "src").iterdir()) == ["saxpy.cu", "scale.cu"]
+    for rdc in (0, 1):
+        out = subprocess.run([str(p.root / f"out{rdc}" / "proj" / "saxpy")], capture_output=True, text=True,
+                             timeout=60, env=run_env())
+        assert out.returncode == 0 and out.stdout in ("saxpy host 8\n", "saxpy gpu 8\n"), out
+    assert p.up_to_date("archs=sm_80,sm_90")

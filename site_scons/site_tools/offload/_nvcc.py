@@ -547,7 +547,12 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
     for k in ("PATH", "LD_LIBRARY_PATH", "NVVMIR_LIBRARY_DIR", "CICC_PATH"):
         if k in penv:
             step_env[k] = penv[k]
-    base = dict(o, ENV=step_env, _OFFLOAD_NVCC_SRC=s.get_path(), _OFFLOAD_NVCC_SRCABS=s.srcnode().get_abspath())
+    # Paths relative to the top directory, where SCons runs commands (a node's plain `get_path()`
+    # is relative to the SConscript being read). The source is read as it is in the source tree
+    # (a variant directory with `duplicate=0` has no copy of it), as SCons's `$SOURCE` gives it.
+    top = env.Dir("#")
+    base = dict(o, ENV=step_env, _OFFLOAD_NVCC_SRC=s.srcnode().get_path(top),
+                _OFFLOAD_NVCC_SRCABS=s.srcnode().get_abspath())
     nvcc_id = senv.subst("$_OFFLOAD_NVCC_ID")
 
     def step(b, sources, cmd: str, **kw):
@@ -562,7 +567,7 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
     fatbin_c_name = f"{stem(fat)}.fatbin.c"
     arch_list = next((a[len(_ARCH_LIST_DEF):] for a in host_pp.argv if a.startswith(_ARCH_LIST_DEF)), "")
     base["_OFFLOAD_NVCC_ARCHLIST"] = arch_list
-    ii = shlex.quote(os.path.join(fat.dir.get_path(), stem(fat) + ".cpp4.ii"))
+    ii = shlex.quote(os.path.join(fat.dir.get_path(top), stem(fat) + ".cpp4.ii"))
     fe_files = {fe_step.argv[-1]: ii,
                 _opt(fe_step.argv, "--gen_c_file_name"): "${TARGETS[0]}",
                 _opt(fe_step.argv, "--module_id_file_name"): "${TARGETS[1]}",

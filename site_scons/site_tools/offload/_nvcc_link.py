@@ -198,7 +198,8 @@ def device_link(env, target, objs, kw, pic=False) -> list:
 
     # fatbinary also writes the fat binary itself beside the .c (nvcc removes it): removed too.
     cmd = " && ".join([fatbin, "rm -f ${TARGETS[1].base}", host(lambda n: n.get_abspath())])
-    sig = " && ".join([fatbin, host(lambda n: n.get_path())])
+    top = env.Dir("#")
+    sig = " && ".join([fatbin, host(lambda n: n.get_path(top))])
     made = step(env._OffloadNvccDlinkSteps, [out, fatbin_c], [m[0] for m in linked] + [reg], cmd, sig)
     _intermediates(made[1:])
     return [made[0]]
