@@ -69,10 +69,19 @@ COMSTRS = {
 
 class _CompileAction(GroupSignatureAction):
     """A host or device compile, signed once per group of nodes with the same overrides
-    (`_signatures`). When a source that was compiled as OpenMP offload because of its suffix fails
-    and it is written in CUDA or HIP, say so and name the setting that fixes it (real HIP code
-    lives in `.cpp` files; clang's own error, `hip_runtime.h: Must define exactly one of
-    __HIP_PLATFORM_AMD__ ...`, does not say why)."""
+    (`_signatures`), plus, for a language whose offload entry names come from the source file's
+    identity (OpenMP), that identity (`_identity`): a re-created file rebuilds every compile of it
+    together, and no node of its own stands for it in every null build. When a source that was
+    compiled as OpenMP offload because of its suffix fails and it is written in CUDA or HIP, say
+    so and name the setting that fixes it (real HIP code lives in `.cpp` files; clang's own error,
+    `hip_runtime.h: Must define exactly one of __HIP_PLATFORM_AMD__ ...`, does not say why)."""
+
+    def get_contents(self, target, source, env):
+        contents = super().get_contents(target, source, env)
+        lang = _languages.LANGUAGES.get(env.get("_OFFLOAD_LANG", ""))
+        if lang is not None and lang.file_identity and source and hasattr(source[0], "srcnode"):
+            contents = contents + ("\0file " + _identity(source[0])).encode()
+        return contents
 
     def execute(self, target, source, env, executor=None):
         status = super().execute(target, source, env, executor)
@@ -358,8 +367,6 @@ def host_object(env, s, target, kw, extra_sources=(), pic=False):
             _compdb.record(genv, made, [s], "OFFLOAD_HOSTCOM")
         if extra_sources:
             _consume.check_before(env, made)  # the .hipfb clang embeds unread
-        if lang.file_identity:
-            env.Depends(made, env.Value(_identity(s)))
         # Every clang-built source has a host object: it owns the source's stale per-arch files.
         clean_stale_archs(env, made, s.dir, stem(s) + ".", (".o", ".bc", ".co"), archs_for(lang, canonical(senv)))
         return made
@@ -391,7 +398,6 @@ def host_ir(env, s, target, kw, pic=False):
             _pic_overrides(senv, o)
         genv = group_env(env, o)
         made = genv._OffloadHostIR(ir, s)
-        env.Depends(made, env.Value(_identity(s)))
         _compdb.record(genv, made, [s], "OFFLOAD_HOSTIRCOM")
         return made
 
@@ -417,8 +423,6 @@ def device_object(env, s, arch, target, kw, ir=None):
             env.Depends(made, hir)
             for n in made:
                 n.attributes.offload_host_ir = hir
-        if lang.file_identity:
-            env.Depends(made, env.Value(_identity(s)))
         _compdb.record(genv, made, [s], "OFFLOAD_DEVICECOM")
         return made
 
