@@ -157,10 +157,17 @@ def _host_suffix(env, sources) -> str:
     return ".host" + ("$SHOBJSUFFIX" if env.get("_OFFLOAD_PIC") else "$OBJSUFFIX")
 
 
+def _arch_of(env) -> str:
+    """The node's `OFFLOAD_ARCH`: the tool sets it to an arch name, substituted only if a caller
+    gave an expression (one substitution less per device node)."""
+    arch = env.get("OFFLOAD_ARCH", "")
+    return env.subst(arch) if not isinstance(arch, str) or "$" in arch else arch
+
+
 def _device_suffix(env, sources) -> str:
     """One arch's device code of a source: `<stem>.<arch><the language's device suffix>`
     (`main.gfx90a.bc`, `k.sm_80.o`, `k.gfx90a.co`)."""
-    arch = env.subst("$OFFLOAD_ARCH")
+    arch = _arch_of(env)
     lang = _languages.resolve(_languages.LANGUAGES[env["_OFFLOAD_LANG"]], env)
     return f".{file_safe(arch)}{lang.device_suffix(_archs.vendor(arch))}"
 
@@ -178,7 +185,7 @@ def _mark(**attributes):
         # A target named from its source by the builder's suffix is an Entry until SCons decides;
         # these are files, and whatever walks the graph (progress, reports) may ask now.
         target = [t if isinstance(t, SCons.Node.FS.File) else t.dir.File(t.name) for t in target]
-        image = _image(env.subst("$OFFLOAD_ARCH"), lang) if attributes.get("image") else None
+        image = _image(_arch_of(env), lang) if attributes.get("image") else None
         for t in target:
             t.attributes.offload_lang = lang
             if image:
