@@ -22,9 +22,8 @@ The jobs are not hard-coded: they are read from the driver's `-###` of the node'
 once per command-line shape (the command with its source, output and source id set aside; the
 compiles of one arch and language share one), and instantiated per node. The node's signature
 stays its driver command (`OFFLOAD_DEVICECOM`), which determines those jobs for a given clang,
-whose identity is in the signature too. A plan of another shape (more or other jobs, a compiler
-that is a wrapper or a launcher such as ccache, which wants whole compiles) falls back to the
-driver command with a one-line note, once per shape. Where a launcher (ccache, sccache) or a
+whose identity is in the signature too. A plan of another shape (more or other jobs) falls back to
+the driver command with a one-line note, once per shape. Where a launcher (ccache, sccache) or a
 wrapper runs the compiler, the graph keeps one driver compile per node (`wanted`): those cache
 whole compiles, and a compile of IR is not one they cache.
 
@@ -35,20 +34,16 @@ compile and to the host part of the driver's fat object."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 from dataclasses import dataclass
 
-import SCons.Util
-
-from . import _signatures
+from . import _signatures, _toolchain
 
 #: The define that carries a source's file identity (`offload_ids.h`), different per source.
 SOURCE_ID = "OFFLOAD_TOOL_SOURCE_ID="
@@ -73,27 +68,6 @@ _noted: set[str] = set()
 _lock = threading.Lock()
 
 
-def _is_clang(prog: str, path_var: str) -> bool:
-    """Whether `prog` is a clang executable itself (ELF, named clang*): a launcher or wrapper
-    (ccache, a site script) wants whole compiles, or adds what `-###` need not show."""
-    found = shutil.which(prog, path=path_var) if os.sep not in prog else prog
-    if not found:
-        return False
-    real = os.path.realpath(found)
-    if not os.path.basename(real).startswith("clang"):
-        return False
-    try:
-        with open(real, "rb") as f:
-            return f.read(4) == b"\x7fELF"
-    except OSError:
-        return False
-
-
-@functools.lru_cache(maxsize=None)
-def _is_clang_cached(prog: str, path_var: str) -> bool:
-    return _is_clang(prog, path_var)
-
-
 _wanted: dict[tuple, tuple[bool, object]] = {}
 
 
@@ -112,12 +86,9 @@ def wanted(env, kw: dict, lang) -> bool:
         return _wanted[key][0]
     senv = env.Override(kw) if kw else env
     launcher = senv.subst("$OFFLOAD_LOCAL_LAUNCHER" if lang.file_identity else "$OFFLOAD_LAUNCHER").strip()
-    answer = False
-    if not launcher:
-        path_var = senv["ENV"].get("PATH", os.defpath)
-        if SCons.Util.is_List(path_var):
-            path_var = os.pathsep.join(map(str, path_var))
-        answer = _is_clang_cached(senv.subst("$OFFLOAD_CLANG").strip(), str(path_var))
+    # (a wrapper may also add what `-###` would not show)
+    answer = not launcher and _toolchain.clang_executable(
+        _toolchain.resolve(senv, senv.subst("$OFFLOAD_CLANG").strip())) is not None
     if key is not None:
         _wanted[key] = (answer, env)  # (holds `env`: its id stays its own)
     return answer
@@ -238,10 +209,8 @@ _temp_suffixes: set[str] = set()
 def device_jobs(argv: list[str], src: str, out: str, host_ir: str, penv: dict) -> list[list[str]] | None:
     """The commands that compile `src` into `out` as the driver command `argv` would, reading
     `host_ir` instead of making the host IR; None (after a note, once per shape) where the plan
-    is not recognised, and the driver command is to run as it is."""
-    if not argv or not _is_clang(argv[0], penv.get("PATH", os.defpath)):
-        _note(f"prog {argv[:1]}", f"'{argv[0] if argv else ''}' is not clang itself: a launcher or a wrapper")
-        return None
+    is not recognised, and the driver command is to run as it is. Only nodes of the host-IR
+    graph ask (`wanted`: clang itself, no launcher)."""
     key, source_id = _shape(argv, src, out, penv)
     with _lock:
         plan = _plans.get(key)

@@ -22,6 +22,8 @@ import hashlib
 import json
 import os
 
+from ._toolchain import clang_executable
+
 _FILE = ".sconsign.offload-probes.json"
 _SCHEMA = 1
 
@@ -37,14 +39,8 @@ def _stat_part(path: str) -> list | None:
 def key(command: str, path: str, penv: dict, clang: bool) -> str | None:
     """The cache key of a probe of `command` (resolved to `path`), or None when its answers are
     not to be kept (see the module docstring)."""
-    real = os.path.realpath(path)
-    if not os.path.basename(real).startswith("clang"):
-        return None
-    try:
-        with open(real, "rb") as f:
-            if f.read(4) != b"\x7fELF":
-                return None
-    except OSError:
+    real = clang_executable(path)
+    if real is None:
         return None
     bindir = os.path.dirname(real)
     parts = [_SCHEMA, command, path, real, sorted(penv.items()), clang, _stat_part(real), _stat_part(bindir),

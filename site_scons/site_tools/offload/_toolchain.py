@@ -228,6 +228,22 @@ def find_program(env, names: list[str]) -> str | None:
     return None
 
 
+def clang_executable(path: str | None) -> str | None:
+    """The real file behind `path` when it is a clang executable itself (ELF, named `clang*`),
+    else None: a wrapper (ccache, a site script) answers for a compiler nothing here can see, and
+    wants whole compiles."""
+    if not path:
+        return None
+    real = os.path.realpath(path)
+    if not os.path.basename(real).startswith("clang"):
+        return None
+    try:
+        with open(real, "rb") as f:
+            return real if f.read(4) == b"\x7fELF" else None
+    except OSError:
+        return None
+
+
 _resolved: dict[tuple[str, str], str | None] = {}
 
 
