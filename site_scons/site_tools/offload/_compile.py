@@ -108,8 +108,8 @@ class _DeviceCompileAction(_CompileAction):
         host_ir = getattr(target[0].attributes, "offload_host_ir", None) if target else None
         if host_ir is None or len(cmd_list) != 1 or not source:
             return cmd_list, ignore, silent
-        penv = {k: os.pathsep.join(map(str, v)) if SCons.Util.is_List(v) else str(v) for k, v in env["ENV"].items()}
-        jobs = _host_ir.device_jobs([str(a) for a in cmd_list[0]], str(source[0]), str(target[0]), str(host_ir), penv)
+        jobs = _host_ir.device_jobs([str(a) for a in cmd_list[0]], str(source[0]), str(target[0]), str(host_ir),
+                                    _toolchain.build_env(env))
         if jobs is None:
             return cmd_list, ignore, silent
         # One command line (`a && b`, as SCons runs and shows a shell command), so that a
@@ -363,7 +363,7 @@ def host_object(env, s, target, kw, extra_sources=(), pic=False):
         if pic:
             _pic_overrides(senv, o)
         genv = group_env(env, o)
-        if lang.host_ir and _host_ir.wanted(env, kw, lang):
+        if _host_ir.wanted(env, kw, lang):
             # The object from the host IR the device compiles read (`_host_ir`).
             ir_node = host_ir(env, s, target, kw, pic)
             obj = node(env, target) if target else \
@@ -425,7 +425,7 @@ def device_object(env, s, arch, target, kw, ir=None):
         o["OFFLOAD_ARCH"] = arch
         genv = group_env(env, o)
         made = genv._OffloadDeviceCompile(target, s)
-        if lang.host_ir and (ir is not None or _host_ir.wanted(env, kw, lang)):
+        if ir is not None or _host_ir.wanted(env, kw, lang):
             hir = ir if ir is not None else host_ir(env, s, None, kw)[0]
             env.Depends(made, hir)
             for n in made:
@@ -517,7 +517,7 @@ def offload_object(env, s, target, kw, pic=False):
         else:
             kw2 = kw
         # OpenMP: the host IR of this object's host compile, read by every device compile.
-        ir = host_ir(env, s, None, kw, pic)[0] if lang.host_ir and _host_ir.wanted(env, kw, lang) else None
+        ir = host_ir(env, s, None, kw, pic)[0] if _host_ir.wanted(env, kw, lang) else None
         devices = {a: device_object(env, s, a, None, kw2, ir)[0] for a in archs}
         parts = {"host": None, "devices": devices, "package": None}
         if lang.bundled_device_code:

@@ -72,12 +72,15 @@ _wanted: dict[tuple, tuple[bool, object]] = {}
 
 
 def wanted(env, kw: dict, lang) -> bool:
-    """Whether the OpenMP compiles of `env` with the caller's overrides `kw` take the host-IR
-    graph: only where the compiler is clang itself and no launcher runs it. ccache, sccache or a
+    """Whether the compiles of `lang` in `env` with the caller's overrides `kw` take the host-IR
+    graph: only for a language that has one (OpenMP), where the compiler is clang itself and no
+    launcher runs it. ccache, sccache or a
     site wrapper cache or ship whole driver compiles (ccache does not cache a compile of IR;
     sccache refuses `-Xclang`), so there each node stays the driver compile it was, cached as
     before. Decided while the graph is made, from the compiler and launcher the compiles would
     run; once per (environment, overrides, language): every node of a source asks."""
+    if not lang.host_ir:
+        return False
     try:
         key = (id(env), _signatures.frozen(dict(kw)), lang.name)
     except TypeError:

@@ -20,6 +20,7 @@ import re
 import subprocess
 
 import SCons.Errors
+import SCons.Util
 
 # The Debian package that provides each tool, for "not found" messages.
 DEBIAN_PACKAGES = {
@@ -75,8 +76,10 @@ def _nvptx_bitcode_dir(*folders: str | None) -> str | None:
 
 
 def build_env(env) -> dict:
-    """The process environment the build runs commands with (SCons's `env['ENV']`), as strings."""
-    out = {str(k): str(v) for k, v in env["ENV"].items()}
+    """The process environment the build runs commands with (SCons's `env['ENV']`), as strings:
+    a list is a path list, joined with `os.pathsep` as SCons joins it for the commands it runs."""
+    out = {str(k): os.pathsep.join(map(str, SCons.Util.flatten_sequence(v))) if SCons.Util.is_List(v) else str(v)
+           for k, v in env["ENV"].items()}
     out.setdefault("HIP_PLATFORM", "amd")
     return out
 
