@@ -287,7 +287,7 @@ def OffloadStaticLibrary(env, target, source, **kw):
     langs = {getattr(o.attributes, "offload_lang", "") for o in _compile.objects(env, source, kw)}
     if "hip" in langs:
         runtime.append("-lamdhip64")  # HIP's runtime, which the consumer's plain link needs too
-    cudart = os.path.join(senv.subst("$OFFLOAD_CUDA_PATH"), "lib64", "libcudart.so")
+    cudart = os.path.join(senv.subst(_variables.CUDA_LIBDIR), "libcudart.so")
     if "cuda" in langs and senv.get("OFFLOAD_CUDA_PATH") and os.path.isfile(cudart):
         runtime.append(cudart)        # CUDA's runtime, likewise
     text = ("/* GNU ld script written by the offload SCons tool: the library and its runtime. */\n"

@@ -532,6 +532,14 @@ def _out(step: Step) -> str:
     return step.argv[step.argv.index("-o") + 1]
 
 
+def step_environment(senv, plan_env: dict[str, str]) -> dict:
+    """The build's `ENV` with what nvcc sets for its own steps (`plan_env`, from `--dryrun`): the
+    search paths of its tools and of `cicc`'s libdevice."""
+    out = dict(senv["ENV"])
+    out.update({k: plan_env[k] for k in ("PATH", "LD_LIBRARY_PATH", "NVVMIR_LIBRARY_DIR", "CICC_PATH") if k in plan_env})
+    return out
+
+
 def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
     """The nodes of one source's compile along nvcc's plan; the object node returned. The parts
     are on the object as `offload_parts` (host: the host compile, devices: {arch: cubin or
@@ -542,11 +550,7 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
     leaves the preprocessed text alone (a host-only flag) stops before `cicc`. The stub `cudafe++` names for the host compile is
     `<stem>.cudafe1.stub.c` whatever the archs (the host step copies the stub of the arch nvcc
     would include there), so adding an arch does not change the front end's command."""
-    penv = dict(plan.env)
-    step_env = dict(senv["ENV"])
-    for k in ("PATH", "LD_LIBRARY_PATH", "NVVMIR_LIBRARY_DIR", "CICC_PATH"):
-        if k in penv:
-            step_env[k] = penv[k]
+    step_env = step_environment(senv, plan.env)
     # Paths relative to the top directory, where SCons runs commands (a node's plain `get_path()`
     # is relative to the SConscript being read). The source is read as it is in the source tree
     # (a variant directory with `duplicate=0` has no copy of it), as SCons's `$SOURCE` gives it.

@@ -126,11 +126,16 @@ def builders() -> dict:
 PSEUDO_BUILDERS: list = []
 
 
+def _rdc_archs(nodes) -> list[str]:
+    """The archs of the relocatable device code `nodes` carry (`offload_nvcc_rdc`), in order."""
+    return list(dict.fromkeys(a for n in nodes for a in getattr(n.attributes, "offload_nvcc_rdc", None) or []))
+
+
 def rdc_inputs(env, objs) -> list:
     """The link inputs nvcc's device link reads: nvcc objects and archives of relocatable device
     code (`offload_nvcc_rdc`), and objects and archives not built by the offload builders (nvlink
     passes over those without device code); none unless one input is known to be relocatable."""
-    if not any(getattr(n.attributes, "offload_nvcc_rdc", None) for n in objs):
+    if not _rdc_archs(objs):
         return []
     suffixes = (env.subst("$OBJSUFFIX"), env.subst("$SHOBJSUFFIX"), env.subst("$LIBSUFFIX"))
     return [n for n in objs if getattr(n.attributes, "offload_nvcc_rdc", None)
@@ -140,10 +145,10 @@ def rdc_inputs(env, objs) -> list:
 def carry(made, objs) -> None:
     """An archive of nvcc objects with relocatable device code is one too (its device link is the
     program's)."""
-    archs = [a for n in objs for a in getattr(n.attributes, "offload_nvcc_rdc", None) or []]
-    if any(getattr(n.attributes, "offload_nvcc_rdc", None) for n in objs):
+    archs = _rdc_archs(objs)
+    if archs:
         for n in made:
-            n.attributes.offload_nvcc_rdc = list(dict.fromkeys(archs))
+            n.attributes.offload_nvcc_rdc = archs
 
 
 def device_link(env, target, objs, kw, pic=False) -> list:
@@ -153,7 +158,7 @@ def device_link(env, target, objs, kw, pic=False) -> list:
     if not inputs:
         return []
     senv = settings(env, kw)
-    archs = list(dict.fromkeys(a for n in inputs for a in getattr(n.attributes, "offload_nvcc_rdc", None) or []))
+    archs = _rdc_archs(inputs)
     o = dict(kw, _OFFLOAD_NVCC_ARCHS=archs, _OFFLOAD_LANG="cuda")
     if pic:
         from ._compile import _pic_overrides
@@ -164,10 +169,7 @@ def device_link(env, target, objs, kw, pic=False) -> list:
     out.attributes.offload_lang = "cuda"   # a CUDA link's input (its runtime, no OpenMP's)
     if plan is None:
         return list(env._OffloadNvccDlink(out, inputs, **o))
-    step_env = dict(senv["ENV"])
-    for k in ("PATH", "LD_LIBRARY_PATH"):
-        if k in plan.env:
-            step_env[k] = plan.env[k]
+    step_env = _nvcc.step_environment(senv, plan.env)
     nvcc_id = senv.subst("$_OFFLOAD_NVCC_ID")
     base = dict(o, ENV=step_env, _OFFLOAD_NVCC_PROGRAM=str(target))
 

@@ -44,6 +44,10 @@ def library_llvm_version(env) -> int:
     return 19 if clang_major(env) < 20 else 22
 
 
+#: Where a CUDA install keeps `libcudart.so` (outside the default search path).
+CUDA_LIBDIR = "$OFFLOAD_CUDA_PATH/lib64"
+
+
 def llvm_libdir(env) -> str:
     """Where the clang in use has LLVM's OpenMP offload runtime (libomptarget.so), as it says."""
     info = clang_info(env)
@@ -323,7 +327,7 @@ def _link_flags(target, source, env, for_signature):
     if "cuda" in langs and env.get("OFFLOAD_CUDA_PATH") and not env.get("_OFFLOAD_RELOCATABLE"):
         # libcudart.so lives outside the default search path too (/usr/local/cuda/lib64); a
         # relocatable link takes no shared library (the static library's script names it).
-        flags.append("-L$OFFLOAD_CUDA_PATH/lib64 -Wl,-rpath,$OFFLOAD_CUDA_PATH/lib64 -lcudart")
+        flags.append(f"-L{CUDA_LIBDIR} -Wl,-rpath,{CUDA_LIBDIR} -lcudart")
     if "hip" in langs and not env.get("_OFFLOAD_RELOCATABLE"):
         # (a relocatable link takes no shared library; the static library's script names it)
         flags.append("-lamdhip64")
