@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -57,6 +58,13 @@ def run_cli(module: str, *args, **kw) -> subprocess.CompletedProcess:
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     kw.setdefault("env", env)
     return run([sys.executable, "-m", f"offload_tool.cli.{module}", *args], **kw)
+
+
+def inspect_json(path) -> list[dict]:
+    """The device images `offload-tool inspect --json` lists in `path` (the command must succeed)."""
+    cp = run_cli("tool", "inspect", "--json", str(path))
+    assert cp.returncode == 0, cp.stderr
+    return json.loads(cp.stdout)
 
 
 @pytest.fixture

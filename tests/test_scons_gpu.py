@@ -5,13 +5,12 @@ from the cache (pinned -cuid)."""
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 
 import pytest
 
-from conftest import need_tool, run, run_cli
+from conftest import inspect_json, need_tool, run
 from scons_samples import CUDA_DECLS
 from scons_helpers import Project, counts, device_archs, run_env
 
@@ -62,19 +61,13 @@ if 'nvcc' in ARGUMENTS.get('what', ''):
 
 
 def _project(root) -> Project:
-    p = Project(root)
-    p.write("SConstruct", SCONSTRUCT)
-    p.write("src/vadd.hip", HIP_SRC)
-    p.write("src/saxpy.cu", CUDA_SRC)
-    p.write("src/saxpy_nvcc.cu", NVCC_SRC)
-    return p
+    return Project(root, {"SConstruct": SCONSTRUCT, "src/vadd.hip": HIP_SRC, "src/saxpy.cu": CUDA_SRC,
+                          "src/saxpy_nvcc.cu": NVCC_SRC})
 
 
 def _inspect_archs(path) -> list[str]:
     """Archs of the device images in a file, per `offload-tool inspect --json`."""
-    cp = run_cli("tool", "inspect", "--json", str(path))
-    assert cp.returncode == 0, cp.stderr
-    return sorted(d["arch"] for d in json.loads(cp.stdout))
+    return sorted(d["arch"] for d in inspect_json(path))
 
 
 def _bundle_ids(path) -> list[str]:

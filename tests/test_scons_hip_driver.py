@@ -5,14 +5,13 @@ scripts around clang 19 whose default driver differs (one adds `--offload-new-dr
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
 
 import pytest
 
-from conftest import need_tool, run_cli
+from conftest import inspect_json, need_tool
 from scons_helpers import Project, counts, device_archs, run_env
 
 pytestmark = pytest.mark.slow
@@ -48,17 +47,7 @@ env.OffloadArchive('lib/vaddfat', ['src/vadd.hip'])
 
 
 def _project(root) -> Project:
-    p = Project(root)
-    p.write("SConstruct", SCONSTRUCT)
-    p.write("src/vadd.hip", KERNEL)
-    p.write("src/main.cpp", MAIN)
-    return p
-
-
-def _inspect(path) -> list[dict]:
-    cp = run_cli("tool", "inspect", "--json", str(path))
-    assert cp.returncode == 0, cp.stderr
-    return json.loads(cp.stdout)
+    return Project(root, {"SConstruct": SCONSTRUCT, "src/vadd.hip": KERNEL, "src/main.cpp": MAIN})
 
 
 def _runs(exe) -> None:
@@ -84,14 +73,14 @@ def test_new_driver_program_and_libraries(tmp_path):
     assert (c["EMBED"], c["BUNDLE"]) == (1, 0), cp.stdout
     assert (p.root / "src/vadd.gfx90a.bc").is_file()
     # The fat object carries an OffloadBinary per arch, of kind hip, as clang 19 writes them.
-    images = _inspect(p.root / "src/vadd.o")
+    images = inspect_json(p.root / "src/vadd.o")
     assert sorted(i["arch"] for i in images) == ["gfx1030", "gfx90a"]
     out = subprocess.run([need_tool("llvm-objdump-19"), "--offloading", p.root / "src/vadd.o"],
                          capture_output=True, text=True).stdout
     assert re.findall(r"producer\s+(\S+)", out) == ["hip", "hip"], out
     _runs(p.root / "vadd")
     # The program's device code went through the linker wrapper into a `.hip_fatbin`.
-    assert sorted(i["arch"] for i in _inspect(p.root / "vadd")) == ["gfx1030", "gfx90a"]
+    assert sorted(i["arch"] for i in inspect_json(p.root / "vadd")) == ["gfx1030", "gfx90a"]
     _links_static_library(p, "vadd")
     # The archive of fat objects links with clang's new-driver link.
     exe = p.root / "from_archive"
@@ -137,7 +126,7 @@ def test_auto_asks_the_compiler(tmp_path, default):
     c = counts(cp)
     if default == "new":
         assert (c["EMBED"], c["BUNDLE"]) == (1, 0), cp.stdout
-        assert sorted(i["arch"] for i in _inspect(p.root / "src/vadd.o")) == ["gfx1030", "gfx90a"]
+        assert sorted(i["arch"] for i in inspect_json(p.root / "src/vadd.o")) == ["gfx1030", "gfx90a"]
     else:
         assert (c["EMBED"], c["BUNDLE"]) == (0, 1), cp.stdout
     _runs(p.root / "vadd")

@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from conftest import need_tool
-from scons_helpers import Project, run_env, scons_env
+from conftest import inspect_json, need_tool
+from scons_helpers import Project, run_env
 
 pytestmark = pytest.mark.slow
 
@@ -81,10 +81,7 @@ def _project(root) -> Project:
 
 
 def _inspect(path) -> list[tuple[str, str, str]]:
-    cp = subprocess.run([sys.executable, "-m", "offload_tool.cli.tool", "inspect", "--json", str(path)],
-                        capture_output=True, text=True, timeout=120, env=scons_env())
-    assert cp.returncode == 0, cp.stderr
-    return sorted((e["arch"], e["image_kind"], e["sha256"]) for e in json.loads(cp.stdout))
+    return sorted((e["arch"], e["image_kind"], e["sha256"]) for e in inspect_json(path))
 
 
 def _run(p) -> str:
