@@ -34,7 +34,7 @@ from typing import Iterator
 from .errors import InputChangedError, OffloadError, UsageError
 
 __all__ = ["Input", "InputChangedError", "open_input", "open_input_file", "byte_view", "stream_limit",
-           "STREAM_LIMIT_ENV", "DEFAULT_STREAM_LIMIT", "changed_inputs"]
+           "STREAM_LIMIT_ENV", "DEFAULT_STREAM_LIMIT", "changed_inputs", "read_slices", "read_slice_into"]
 
 STREAM_LIMIT_ENV = "OFFLOAD_TOOL_STREAM_LIMIT"
 DEFAULT_STREAM_LIMIT = 256 << 20
@@ -114,6 +114,37 @@ def _read_regular(fd: int, size: int, name: str) -> memoryview:
         done += n
     view.release()
     return memoryview(data).toreadonly()
+
+
+def read_slices(chunks, file_slices, piece: int = 8 << 20):
+    """`chunks`, with those listed in `file_slices` (by `id`, as `(fd, offset)`) read from their file
+    in pieces of at most `piece` bytes instead of through their view: bounded memory, and no page
+    faults on a mapping of the input."""
+    for chunk in chunks:
+        src = file_slices.get(id(chunk))
+        if src is None:
+            yield chunk
+            continue
+        fd, pos = src
+        remaining = memoryview(chunk).nbytes
+        while remaining:
+            data = os.pread(fd, min(piece, remaining), pos)
+            if not data:
+                raise InputChangedError(f"input ended {remaining} bytes early at offset {pos}")
+            yield data
+            pos += len(data)
+            remaining -= len(data)
+
+
+def read_slice_into(fd: int, offset: int, view: memoryview) -> None:
+    """Fill `view` from `fd` at `offset` (one slice of `read_slices`, read straight into place)."""
+    done, size = 0, view.nbytes
+    while done < size:
+        n = (os.preadv(fd, [view[done:]], offset + done) if hasattr(os, "preadv")
+             else _pread_into(fd, view[done:], offset + done))
+        if n == 0:
+            raise InputChangedError(f"input ended {size - done} bytes early at offset {offset + done}")
+        done += n
 
 
 def _pread_into(fd: int, view: memoryview, offset: int) -> int:

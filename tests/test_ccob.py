@@ -347,3 +347,90 @@ def test_compress_with_and_without_the_system_libzstd(monkeypatch, system):
 
     assert zstandard.get_frame_parameters(blob[24:]).content_size == len(data)
     assert bytes(ccob.decompress(blob)[0]) == data and info.compressed_size == len(blob) - 24
+
+
+def _zstd_frame(blob: bytes) -> bytes:
+    return blob[24:]  # after a v2 header
+
+
+@pytest.mark.parametrize("path", ["in place", "in place refused", "streamed"])
+def test_system_libzstd_paths_give_readable_frames(monkeypatch, path):
+    """The system library compresses a bundle in place (one buffer read where it lies, as a one-shot
+    ZSTD_compress2); where the library refuses that mode, or the bundle is over the in-place limit,
+    it streams. Every path writes one frame with the content size and the MD5 of the input."""
+    from offload_tool.formats import libzstd
+
+    if libzstd._library() is None:
+        pytest.skip("no system libzstd (install libzstd1)")
+    calls = []
+    for name in ("write", "compress_whole"):
+        real = getattr(libzstd.Compressor, name)
+        monkeypatch.setattr(libzstd.Compressor, name,
+                            lambda self, data, _real=real, _name=name: calls.append(_name) or _real(self, data))
+    if path == "in place refused":
+        monkeypatch.setattr(libzstd.Compressor, "compress_whole", lambda self, buffer: calls.append("refused") or False)
+    if path == "streamed":
+        monkeypatch.setattr(ccob, "_IN_PLACE_LIMIT", 1 << 20)
+    data = _bundle((os.urandom(3000) * 500, b"y" * (2 << 20)))
+    out = io.BytesIO()
+    info = ccob.compress_chunks([data[:7], memoryview(data)[7:]], len(data), out, method="zstd")
+    blob = out.getvalue()
+    import zstandard
+
+    assert zstandard.get_frame_parameters(_zstd_frame(blob)).content_size == len(data)
+    assert info.truncated_md5 == int.from_bytes(hashlib.md5(data).digest()[:8], "little")
+    assert bytes(ccob.decompress(blob)[0]) == data
+    assert set(calls) == {"in place": {"compress_whole"}, "in place refused": {"refused", "write"},
+                          "streamed": {"write"}}[path]
+
+
+def test_in_place_frame_is_a_one_shot_frame():
+    """The frame is byte for byte what a one-shot ZSTD_compress2 of the whole input gives with
+    LLVM's level, long-distance matching and content size, and the tool's LDM bucket size."""
+    import ctypes
+
+    from offload_tool.formats import libzstd
+
+    lib = libzstd._library()
+    if lib is None:
+        pytest.skip("no system libzstd (install libzstd1)")
+    data = _bundle((os.urandom(5000) * 300, bytes(range(256)) * 9000))
+    out = io.BytesIO()
+    ccob.compress_chunks([data], len(data), out, method="zstd")
+    cctx = lib.ZSTD_createCCtx()
+    try:
+        for param, value in ((100, ccob.DEFAULT_LEVELS["zstd"]), (160, 1), (163, ccob._LDM_BUCKET_SIZE_LOG), (200, 1)):
+            assert not lib.ZSTD_isError(lib.ZSTD_CCtx_setParameter(cctx, param, value))
+        dst = ctypes.create_string_buffer(len(data) + (1 << 16))
+        compress2 = lib.ZSTD_compress2
+        compress2.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+        compress2.restype = ctypes.c_size_t
+        n = compress2(cctx, dst, len(dst), data, len(data))
+        assert not lib.ZSTD_isError(n)
+    finally:
+        lib.ZSTD_freeCCtx(cctx)
+    assert _zstd_frame(out.getvalue()) == dst.raw[:n]
+
+
+@pytest.mark.parametrize("method", ["zstd", "zlib"])
+def test_file_slices_are_read_from_their_file(tmp_path, method):
+    """A chunk listed in `file_slices` is read from (fd, offset), not through its view; a file that
+    ends early is an input that changed, reported as such."""
+    from offload_tool.errors import InputChangedError
+
+    payload = os.urandom(4096) * 64
+    path = tmp_path / "dev"
+    path.write_bytes(b"HEAD" + payload)
+    stand_in = bytes(len(payload))  # what the view would give: must not be what is compressed
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        out = io.BytesIO()
+        ccob.compress_chunks([b"pre", stand_in], 3 + len(payload), out, method=method,
+                             file_slices={id(stand_in): (fd, 4)})
+        assert bytes(ccob.decompress(out.getvalue())[0]) == b"pre" + payload
+        os.truncate(path, 4 + len(payload) // 2)
+        with pytest.raises(InputChangedError, match="input ended .* bytes early"):
+            ccob.compress_chunks([b"pre", stand_in], 3 + len(payload), io.BytesIO(), method=method,
+                                 file_slices={id(stand_in): (fd, 4)})
+    finally:
+        os.close(fd)

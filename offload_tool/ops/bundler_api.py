@@ -261,24 +261,6 @@ def _stream(out, chunks, file_slices: dict[int, tuple[int, int]]) -> None:
             out.write(chunk)
 
 
-def _read_slices(chunks, file_slices: dict[int, tuple[int, int]], piece: int = 8 << 20):
-    """`chunks`, with those listed in `file_slices` read from their file in pieces (bounded memory)."""
-    for chunk in chunks:
-        src = file_slices.get(id(chunk))
-        if src is None:
-            yield chunk
-            continue
-        fd, pos = src
-        remaining = memoryview(chunk).nbytes
-        while remaining:
-            data = os.pread(fd, min(piece, remaining), pos)
-            if not data:
-                raise BundleFormatError(f"input ended {remaining} bytes early at offset {pos}")
-            yield data
-            pos += len(data)
-            remaining -= len(data)
-
-
 def _write(output, kind: str, files_type: str, entries: Sequence[BundleEntry], cfg: BundlerConfig,
            bundle_align: int, host_object=None, file_slices: dict[int, tuple[int, int]] | None = None) -> None:
     """Write a bundle atomically. `file_slices` maps payloads (by id) to (fd, offset) for kernel copies."""
@@ -291,10 +273,10 @@ def _write(output, kind: str, files_type: str, entries: Sequence[BundleEntry], c
         elif cfg.compress:
             from ..formats.ccob import compress_chunks
 
-            compress_chunks(_read_slices(bundle_chunks(entries, files_type, bundle_align), file_slices or {}),
+            compress_chunks(bundle_chunks(entries, files_type, bundle_align),
                             bundle_size(entries, files_type, bundle_align), out,
                             method=cfg.compression_method, level=cfg.compression_level,
-                            version=cfg.format_version, verbose=cfg.verbose, log=cfg.log)
+                            version=cfg.format_version, verbose=cfg.verbose, log=cfg.log, file_slices=file_slices)
         else:
             _stream(out, bundle_chunks(entries, files_type, bundle_align), file_slices or {})
 
