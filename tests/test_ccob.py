@@ -353,11 +353,12 @@ def _zstd_frame(blob: bytes) -> bytes:
     return blob[24:]  # after a v2 header
 
 
-@pytest.mark.parametrize("path", ["in place", "in place refused", "streamed"])
+@pytest.mark.parametrize("path", ["in place", "in place refused", "streamed", "no mapping"])
 def test_system_libzstd_paths_give_readable_frames(monkeypatch, path):
     """The system library compresses a bundle in place (one buffer read where it lies, as a one-shot
-    ZSTD_compress2); where the library refuses that mode, or the bundle is over the in-place limit,
-    it streams. Every path writes one frame with the content size and the MD5 of the input."""
+    ZSTD_compress2); where the library refuses that mode, the bundle is over the in-place limit or
+    the system will not map a buffer that large, it streams. Every path writes one frame with the
+    content size and the MD5 of the input."""
     from offload_tool.formats import libzstd
 
     if libzstd._library() is None:
@@ -371,9 +372,18 @@ def test_system_libzstd_paths_give_readable_frames(monkeypatch, path):
         monkeypatch.setattr(libzstd.Compressor, "compress_whole", lambda self, buffer: calls.append("refused") or False)
     if path == "streamed":
         monkeypatch.setattr(ccob, "_IN_PLACE_LIMIT", 1 << 20)
+    if path == "no mapping":
+        import errno
+        import mmap
+
+        def refuse(*args, **kwargs):
+            raise OSError(errno.ENOMEM, "Cannot allocate memory")
+
+        monkeypatch.setattr(mmap, "mmap", refuse)
     data = _bundle((os.urandom(3000) * 500, b"y" * (2 << 20)))
     out = io.BytesIO()
     info = ccob.compress_chunks([data[:7], memoryview(data)[7:]], len(data), out, method="zstd")
+    monkeypatch.undo()  # reading it back maps memory again
     blob = out.getvalue()
     import zstandard
 
@@ -381,7 +391,7 @@ def test_system_libzstd_paths_give_readable_frames(monkeypatch, path):
     assert info.truncated_md5 == int.from_bytes(hashlib.md5(data).digest()[:8], "little")
     assert bytes(ccob.decompress(blob)[0]) == data
     assert set(calls) == {"in place": {"compress_whole"}, "in place refused": {"refused", "write"},
-                          "streamed": {"write"}}[path]
+                          "streamed": {"write"}, "no mapping": {"write"}}[path]
 
 
 def test_in_place_frame_is_a_one_shot_frame():

@@ -470,8 +470,9 @@ def compress_chunks(chunks: Iterable, uncompressed_size: int, out: BinaryIO, *, 
             system = libzstd.open_compressor(level, uncompressed_size, counter, _LDM_BUCKET_SIZE_LOG)
         if system is not None:
             try:
-                if uncompressed_size <= _IN_PLACE_LIMIT:
-                    written = _compress_in_place(system, chunks, file_slices, uncompressed_size, md5)
+                buffer = _in_place_buffer(uncompressed_size)
+                if buffer is not None:
+                    written = _compress_in_place(system, buffer, chunks, file_slices, uncompressed_size, md5)
                 else:
                     for chunk in _pieces(read_slices(chunks, file_slices)):
                         md5.update(chunk)
@@ -551,16 +552,25 @@ def compress_chunks(chunks: Iterable, uncompressed_size: int, out: BinaryIO, *, 
 _IN_PLACE_LIMIT = 2 << 30
 
 
-def _compress_in_place(system, chunks, file_slices, size: int, md5: "_Hasher") -> int:
-    """Gather `chunks` into one anonymous mapping of `size` bytes (file slices read straight into
-    it; its pages faulted in at once, which costs half of touching them one by one), hand it whole
-    to the hasher (its thread hashes while zstd runs), then compress it in place. Returns the bytes
-    gathered; the caller checks them against `size`."""
+def _in_place_buffer(size: int):
+    """An anonymous mapping of `size` bytes to compress in place (its pages faulted in at once,
+    which costs half of touching them one by one), or None: over `_IN_PLACE_LIMIT`, or where the
+    system will not map that much (then the bundle streams)."""
+    if size > _IN_PLACE_LIMIT:
+        return None
     if size == 0:
-        buffer = bytearray()
-    else:
-        flags = mmap.MAP_PRIVATE | getattr(mmap, "MAP_ANONYMOUS", 0x20) | getattr(mmap, "MAP_POPULATE", 0)
-        buffer = mmap.mmap(-1, size, flags=flags)
+        return bytearray()
+    flags = mmap.MAP_PRIVATE | getattr(mmap, "MAP_ANONYMOUS", 0x20) | getattr(mmap, "MAP_POPULATE", 0)
+    try:
+        return mmap.mmap(-1, size, flags=flags)
+    except (OSError, ValueError, OverflowError):
+        return None
+
+
+def _compress_in_place(system, buffer, chunks, file_slices, size: int, md5: "_Hasher") -> int:
+    """Gather `chunks` into `buffer` (`size` bytes; file slices read straight into it), hand it
+    whole to the hasher (its thread hashes while zstd runs), then compress it in place. Returns the
+    bytes gathered; the caller checks them against `size`."""
     try:
         view = memoryview(buffer)
         try:
