@@ -105,15 +105,23 @@ def _read_stream(read, name: str) -> memoryview:
 def _read_regular(fd: int, size: int, name: str) -> memoryview:
     """The `size` bytes of a regular file, read (not mapped); a file that ends early changed."""
     data = bytearray(size)
-    view = memoryview(data)
-    done = 0
-    while done < size:
-        n = os.preadv(fd, [view[done:]], done) if hasattr(os, "preadv") else _pread_into(fd, view[done:], done)
-        if n == 0:
-            raise InputChangedError(f"'{name}': the file shrank from {size} to {done} bytes while it was read")
-        done += n
-    view.release()
+    with memoryview(data) as view:
+        done = _fill(fd, 0, view)
+    if done < size:
+        raise InputChangedError(f"'{name}': the file shrank from {size} to {done} bytes while it was read")
     return memoryview(data).toreadonly()
+
+
+def _fill(fd: int, offset: int, view: memoryview) -> int:
+    """Read `fd` from `offset` into `view` until it is full or the file ends; the bytes read."""
+    done, size = 0, view.nbytes
+    while done < size:
+        n = (os.preadv(fd, [view[done:]], offset + done) if hasattr(os, "preadv")
+             else _pread_into(fd, view[done:], offset + done))
+        if n == 0:
+            break
+        done += n
+    return done
 
 
 def read_slices(chunks, file_slices, piece: int = 8 << 20):
@@ -138,13 +146,9 @@ def read_slices(chunks, file_slices, piece: int = 8 << 20):
 
 def read_slice_into(fd: int, offset: int, view: memoryview) -> None:
     """Fill `view` from `fd` at `offset` (one slice of `read_slices`, read straight into place)."""
-    done, size = 0, view.nbytes
-    while done < size:
-        n = (os.preadv(fd, [view[done:]], offset + done) if hasattr(os, "preadv")
-             else _pread_into(fd, view[done:], offset + done))
-        if n == 0:
-            raise InputChangedError(f"input ended {size - done} bytes early at offset {offset + done}")
-        done += n
+    done = _fill(fd, offset, view)
+    if done < view.nbytes:
+        raise InputChangedError(f"input ended {view.nbytes - done} bytes early at offset {offset + done}")
 
 
 def _pread_into(fd: int, view: memoryview, offset: int) -> int:

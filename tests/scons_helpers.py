@@ -101,3 +101,12 @@ def run_env() -> dict:
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = LLVM19_LIB + os.pathsep + env.get("LD_LIBRARY_PATH", "")
     return env
+
+
+def run_built(program, *library_dirs: str) -> subprocess.CompletedProcess:
+    """Run a program a test built (LLVM 19's offload runtime, then `library_dirs`, on the library
+    path; output as text; a minute at most). The caller checks what it printed and returned."""
+    env = run_env()
+    if library_dirs:
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(library_dirs) + os.pathsep + env["LD_LIBRARY_PATH"]
+    return subprocess.run([str(program)], capture_output=True, text=True, env=env, timeout=60)

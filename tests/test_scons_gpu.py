@@ -6,13 +6,12 @@ from the cache (pinned -cuid)."""
 from __future__ import annotations
 
 import re
-import subprocess
 
 import pytest
 
 from conftest import inspect_json, need_tool, run
 from scons_samples import CUDA_DECLS
-from scons_helpers import Project, counts, device_archs, run_env
+from scons_helpers import Project, counts, device_archs, run_built
 
 pytestmark = pytest.mark.slow
 
@@ -89,7 +88,7 @@ def test_hip_per_arch_graph_and_link(tmp_path, hip):
     assert (c["BUNDLE"], c["HOST"], c["LINK"]) == (1, 1, 1)
     assert _bundle_ids(p.root / "src/vadd.hipfb") == [
         "hipv4-amdgcn-amd-amdhsa--gfx1030", "hipv4-amdgcn-amd-amdhsa--gfx90a", "host-x86_64-unknown-linux--"]
-    out = subprocess.run([str(p.root / "vadd")], capture_output=True, text=True, timeout=60, env=run_env())
+    out = run_built(p.root / "vadd")
     assert out.returncode == 0 and out.stdout in ("ok\n", "no device\n")
     assert p.up_to_date("archs=sm_80,gfx90a,gfx1030", f"hip={hip}")
     # Adding an arch: one device compile; the host object embeds the fat binary, so it re-runs.
@@ -121,7 +120,7 @@ def test_nvcc_one_compile_per_source(tmp_path):
     c = counts(cp)
     assert (c["NVCC"], c["DEVICE"], c["LINK"]) == (1, 0, 1), cp.stdout
     assert _inspect_archs(p.root / "src/saxpy_nvcc.o") == ["sm_80", "sm_90"]
-    out = subprocess.run([str(p.root / "saxpy_nvcc")], capture_output=True, text=True, timeout=60, env=run_env())
+    out = run_built(p.root / "saxpy_nvcc")
     assert out.stdout in ("ok\n", "no device\n")
 
 

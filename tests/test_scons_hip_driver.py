@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from conftest import inspect_json, need_tool
-from scons_helpers import Project, counts, device_archs, run_env
+from scons_helpers import Project, counts, device_archs, run_built
 
 pytestmark = pytest.mark.slow
 
@@ -51,7 +51,7 @@ def _project(root) -> Project:
 
 
 def _runs(exe) -> None:
-    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60, env=run_env())
+    out = run_built(exe)
     assert out.returncode == 0 and out.stdout in ("ok\n", "no device\n"), out
 
 

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from conftest import need_tool, run
-from scons_helpers import SITE_TOOLS, Project, actions, counts, run_env
+from scons_helpers import SITE_TOOLS, Project, actions, counts, run_built
 from scons_samples import KERN_CPP, MAIN_C
 
 pytestmark = pytest.mark.slow
@@ -93,7 +93,7 @@ def test_objects_equal_the_drivers_and_the_program_runs(proj):
         assert (proj.root / f"drv.{stem}.gfx90a.bc").read_bytes() == (proj.root / f"src/{stem}.gfx90a.bc").read_bytes()
         host = _entry_names(proj.root / f"src/{stem}.host.o")
         assert host and _entry_names(proj.root / f"src/{stem}.sm_75.o") == host
-    out = subprocess.run([str(proj.root / "app")], capture_output=True, text=True, env=run_env(), timeout=60)
+    out = run_built(proj.root / "app")
     assert out.returncode == 0 and out.stdout == "main 1.5 kern 4950\n", out.stderr
     from conftest import run_cli
     cp = run_cli("tool", "verify", str(proj.root / "app"), "--require", "sm_75,gfx90a")
@@ -128,5 +128,5 @@ def test_a_launcher_keeps_one_driver_compile_per_node(proj):
     assert (c["HOSTIR"], c["HOST"], c["DEVICE"]) == (0, 2, 4), cp.stdout
     assert not [ln for ln in cp.stderr.splitlines() if "note:" in ln], cp.stderr
     assert not list(proj.root.glob("**/*.host.bc"))
-    out = subprocess.run([str(proj.root / "app")], capture_output=True, text=True, env=run_env(), timeout=60)
+    out = run_built(proj.root / "app")
     assert out.stdout == "main 1.5 kern 4950\n"

@@ -25,7 +25,7 @@ import pytest
 
 from conftest import console_script, find_tool, need_tool
 from scons_samples import KERN_CPP, MAIN_C
-from scons_helpers import REPO, Project, actions, counts, run_env, scons_env
+from scons_helpers import REPO, Project, actions, counts, run_built, scons_env
 
 pytestmark = pytest.mark.slow
 
@@ -134,7 +134,7 @@ def _run_and_verify(p: Project, programs=("app", "vadd")) -> None:
     OpenMP offload entry has its symbol in every device image)."""
     expect = {"app": "main 1.5 kern 4950\n", "vadd": "vadd host 1\n", "saxpy": "saxpy host\n"}
     for prog in programs:
-        cp = subprocess.run([str(p.root / prog)], capture_output=True, text=True, env=run_env(), timeout=60)
+        cp = run_built(p.root / prog)
         assert cp.returncode == 0, (prog, cp.stderr)
         if prog in expect:
             assert cp.stdout in (expect[prog], expect[prog].replace("host", "gpu")), (prog, cp.stdout)

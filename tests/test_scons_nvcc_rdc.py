@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from conftest import need_tool
-from scons_helpers import Project, run_env, scons_env
+from scons_helpers import Project, run_built, scons_env
 from test_scons_nvcc_split import _device_work, _inspect, _steps
 
 pytestmark = pytest.mark.slow
@@ -92,9 +92,7 @@ def _project(root) -> Project:
 
 
 def _run(path) -> str:
-    env = run_env()
-    env["LD_LIBRARY_PATH"] = "/usr/local/cuda/lib64:" + env["LD_LIBRARY_PATH"]   # app: libquad.a names libcudart.so
-    out = subprocess.run([str(path)], capture_output=True, text=True, timeout=60, env=env)
+    out = run_built(path, "/usr/local/cuda/lib64")   # app: libquad.a names libcudart.so
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout in ("host PASS\n", "gpu PASS\n"), out.stdout
     return out.stdout

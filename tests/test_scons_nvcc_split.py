@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from conftest import inspect_json, need_tool
-from scons_helpers import Project, run_env
+from scons_helpers import Project, run_built
 
 pytestmark = pytest.mark.slow
 
@@ -85,7 +85,7 @@ def _inspect(path) -> list[tuple[str, str, str]]:
 
 
 def _run(p) -> str:
-    out = subprocess.run([str(p.root / "saxpy")], capture_output=True, text=True, timeout=60, env=run_env())
+    out = run_built(p.root / "saxpy")
     assert out.returncode == 0, out.stderr
     return out.stdout
 
@@ -299,7 +299,6 @@ def test_sources_in_a_variant_directory_without_copies(tmp_path):
     assert c["NVCC-FE"] == 4 and c["NVCC-HOST"] == 4 and c["NVCC-DLINK"] == 1 and c["LINK"] == 2, c
     assert sorted(f.name for f in (p.root / "proj" / "src").iterdir()) == ["saxpy.cu", "scale.cu"]
     for rdc in (0, 1):
-        out = subprocess.run([str(p.root / f"out{rdc}" / "proj" / "saxpy")], capture_output=True, text=True,
-                             timeout=60, env=run_env())
+        out = run_built(p.root / f"out{rdc}" / "proj" / "saxpy")
         assert out.returncode == 0 and out.stdout in ("saxpy host 8\n", "saxpy gpu 8\n"), out
     assert p.up_to_date("archs=sm_80,sm_90")

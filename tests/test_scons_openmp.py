@@ -8,13 +8,12 @@ import hashlib
 import json
 import os
 import re
-import subprocess
 
 import pytest
 
 from conftest import need_tool, run
 from scons_samples import KERN_CPP, MAIN_C
-from scons_helpers import Project, counts, device_archs, run_env
+from scons_helpers import Project, counts, device_archs, run_built
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +43,7 @@ def proj(tmp_path):
 
 
 def _run_app(p: Project) -> str:
-    cp = subprocess.run([str(p.root / "app")], capture_output=True, text=True, env=run_env(), timeout=60)
+    cp = run_built(p.root / "app")
     assert cp.returncode == 0, cp.stderr
     return cp.stdout
 
@@ -296,13 +295,13 @@ def test_static_library_links_with_plain_gxx(tmp_path):
     assert _offload_archs(p.root / "libbar.a") == ["sm_75"]
     cp = run([gxx, "app.cpp", "-L.", "-lfoo", "-o", "app"], cwd=p.root)
     assert cp.returncode == 0, cp.stderr.decode()
-    out = subprocess.run([str(p.root / "app")], capture_output=True, text=True, env=run_env())
+    out = run_built(p.root / "app")
     assert out.returncode == 0 and out.stdout == "4950\n"
     # The shared library: position-independent host objects, device code linked in.
     assert (p.root / "lib/vsum.host.os").exists()
     cp = run([gxx, "app.cpp", "-L.", "-lvsum", "-Wl,-rpath,$ORIGIN", "-o", "app_so"], cwd=p.root)
     assert cp.returncode == 0, cp.stderr.decode()
-    out = subprocess.run([str(p.root / "app_so")], capture_output=True, text=True, env=run_env())
+    out = run_built(p.root / "app_so")
     assert out.returncode == 0 and out.stdout == "4950\n"
 
 
@@ -325,7 +324,7 @@ env.OffloadSharedLibrary('vsum_std', ['lib/vsum.cpp'], OFFLOAD_SPLIT_DEVICE_LINK
     assert (p.root / "libvsum.so").read_bytes() == (p.root / "libvsum_std.so").read_bytes()
     cp = run([gxx, "app.cpp", "-L.", "-lvsum", "-Wl,-rpath,$ORIGIN", "-o", "app_so"], cwd=p.root)
     assert cp.returncode == 0, cp.stderr.decode()
-    out = subprocess.run([str(p.root / "app_so")], capture_output=True, text=True, env=run_env())
+    out = run_built(p.root / "app_so")
     assert out.returncode == 0 and out.stdout == "4950\n"
 
 

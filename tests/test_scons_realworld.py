@@ -14,7 +14,7 @@ import pytest
 
 from conftest import need_tool, run, run_cli
 from scons_samples import CUDA_DECLS
-from scons_helpers import Project, actions, counts, device_archs, run_env
+from scons_helpers import Project, actions, counts, device_archs, run_built
 
 pytestmark = pytest.mark.slow
 
@@ -131,7 +131,7 @@ def test_wrapper_script_as_offload_clang(tmp_path):
     cp = p.scons()
     assert counts(cp)["DEVICELINK"] == 1  # llc found through the wrapper: the split device link is on
     assert "--libomptarget-nvptx-bc-path=" in log.read_text() or device_archs(cp)["sm_80"] == 1
-    out = subprocess.run([str(p.root / "app")], capture_output=True, text=True, env=run_env(), timeout=60)
+    out = run_built(p.root / "app")
     assert out.returncode == 0 and "PASS" in out.stdout, out.stdout + out.stderr
     _verify(p.root / "app")
     assert "--offload-device-only" in log.read_text()
@@ -165,7 +165,7 @@ def test_ccache_masquerade_first_on_path_auto_detects_clang19(tmp_path):
     p.write("src/a.c", OMP_SRC)
     cp = p.scons()
     assert "CLANG=clang-19" in cp.stdout
-    out = subprocess.run([str(p.root / "app")], capture_output=True, text=True, env=run_env(), timeout=60)
+    out = run_built(p.root / "app")
     assert out.returncode == 0 and "PASS" in out.stdout
     stats = subprocess.run(["ccache", "--print-stats"], capture_output=True, text=True,
                            env=dict(os.environ, CCACHE_DIR=str(cache)), timeout=60).stdout
@@ -190,7 +190,7 @@ def test_auto_detection_through_a_wrapper_folder(tmp_path):
     cp = p.scons()
     assert "CLANG=clang-19" in cp.stdout
     assert "--offload-host-only" in log.read_text()
-    out = subprocess.run([str(p.root / "app")], capture_output=True, text=True, env=run_env(), timeout=60)
+    out = run_built(p.root / "app")
     assert out.returncode == 0 and "PASS" in out.stdout
 
 
@@ -215,7 +215,7 @@ def test_several_hip_sources_and_a_plain_main_in_one_program(tmp_path):
     syms = run(["nm", str(p.root / "app")]).stdout.decode()
     cuids = sorted(line.split()[-1] for line in syms.splitlines() if "__hip_cuid_" in line)
     assert len(cuids) == 2 and all(c != "__hip_cuid_" for c in cuids), cuids
-    out = subprocess.run([str(p.root / "app")], capture_output=True, text=True, env=run_env(), timeout=60)
+    out = run_built(p.root / "app")
     assert "plain main" in out.stdout
     assert not {"libomp.so", "libomptarget.so"} & {n.split(".so")[0] + ".so" for n in _needed_libs(p.root / "app")}
 
@@ -237,7 +237,7 @@ def test_hip_code_in_cpp_files(tmp_path):
     assert "looks like HIP code; set OFFLOAD_LANG='hip'" in cp.stderr, cp.stderr
     cp = p.scons("lang=hip")
     assert device_archs(cp) == {"gfx90a": 3}
-    out = subprocess.run([str(p.root / "app")], capture_output=True, text=True, env=run_env(), timeout=60)
+    out = run_built(p.root / "app")
     assert out.returncode == 0 and ("ok" in out.stdout or "no device" in out.stdout)
 
 
@@ -289,7 +289,7 @@ def test_nvcc_in_a_mixed_environment(tmp_path):
     assert nvcc and "-Xcompiler=-march=native" in nvcc[0] and "code=[sm_80,compute_80]" in nvcc[0], nvcc
     assert " -std=c++14 " in nvcc[0] and "-Xcompiler=-std" not in nvcc[0], nvcc  # the dialect is nvcc's own
     assert not any("--extended-lambda" in line for line in cp.stdout.splitlines() if "clang" in line)
-    out = subprocess.run([str(p.root / "app")], capture_output=True, text=True, env=run_env(), timeout=60)
+    out = run_built(p.root / "app")
     assert out.returncode == 0 and "PASS" in out.stdout, out.stdout + out.stderr
     cp = run_cli("tool", "inspect", "--json", str(p.root / "src" / "k.o"))
     images = __import__("json").loads(cp.stdout)
@@ -318,7 +318,7 @@ def test_system_libs_keep_the_split_device_link_and_our_archives_turn_it_off(tmp
     notes = [line for line in cp.stderr.splitlines() if line.startswith("offload: note:")]
     assert len(notes) == 1 and "app2" in notes[0] and "'kern'" in notes[0], cp.stderr
     for prog in ("app", "app2"):
-        out = subprocess.run([str(p.root / prog)], capture_output=True, text=True, env=run_env(), timeout=60)
+        out = run_built(p.root / prog)
         assert out.returncode == 0, (prog, out.stdout, out.stderr)
 
 
@@ -374,5 +374,5 @@ def test_a_language_is_one_record(tmp_path):
     p.write("src/a.omp", OMP_SRC)
     cp = p.scons()
     assert device_archs(cp) == {"gfx90a": 1}
-    out = subprocess.run([str(p.root / "app")], capture_output=True, text=True, env=run_env(), timeout=60)
+    out = run_built(p.root / "app")
     assert out.returncode == 0 and "PASS" in out.stdout

@@ -458,6 +458,7 @@ def compress_chunks(chunks: Iterable, uncompressed_size: int, out: BinaryIO, *, 
     out.write(bytes(layout.size))
     md5 = _Hasher(threaded=uncompressed_size >= _MT_THRESHOLD and _usable_cpus() > 1)
     file_slices = file_slices or {}
+    pieces = _pieces(read_slices(chunks, file_slices))  # the input as the streaming paths take it
     start = time.perf_counter()
     written = 0
     counter = _CountingWriter(out)
@@ -474,7 +475,7 @@ def compress_chunks(chunks: Iterable, uncompressed_size: int, out: BinaryIO, *, 
                 if buffer is not None:
                     written = _compress_in_place(system, buffer, chunks, file_slices, uncompressed_size, md5)
                 else:
-                    for chunk in _pieces(read_slices(chunks, file_slices)):
+                    for chunk in pieces:
                         md5.update(chunk)
                         system.write(chunk)
                         written += memoryview(chunk).nbytes
@@ -502,13 +503,13 @@ def compress_chunks(chunks: Iterable, uncompressed_size: int, out: BinaryIO, *, 
             cctx = zstandard.ZstdCompressor(compression_params=params)
             with cctx.stream_writer(counter, size=uncompressed_size, closefd=False,
                                     write_size=zstandard.COMPRESSION_RECOMMENDED_OUTPUT_SIZE) as w:
-                for chunk in _pieces(read_slices(chunks, file_slices)):
+                for chunk in pieces:
                     md5.update(chunk)
                     w.write(chunk)
                     written += memoryview(chunk).nbytes
         else:
             cobj = zlib.compressobj(level)
-            for chunk in _pieces(read_slices(chunks, file_slices)):
+            for chunk in pieces:
                 md5.update(chunk)
                 counter.write(cobj.compress(chunk))
                 written += memoryview(chunk).nbytes
@@ -590,8 +591,8 @@ def _compress_in_place(system, buffer, chunks, file_slices, size: int, md5: "_Ha
                 return pos
             md5.update(view)
             if not system.compress_whole(buffer):
-                for start in range(0, size, 8 << 20):
-                    system.write(view[start:start + (8 << 20)])
+                for piece in _pieces([view]):
+                    system.write(piece)
                 system.finish()
         finally:
             md5.close()
