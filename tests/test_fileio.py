@@ -38,3 +38,25 @@ def test_failed_output_leaves_nothing(tmp_path):
             raise RuntimeError("boom")
     assert (tmp_path / "out").read_bytes() == b"old"
     assert os.listdir(tmp_path) == ["out"]
+
+
+def test_a_file_shorter_than_its_size_said_changed_while_read(tmp_path):
+    """A regular file read whole or as a slice in place: ending before the size taken from it is an
+    input that changed under the reader, named with how far it got."""
+    from offload_tool import inputs
+    from offload_tool.errors import InputChangedError
+
+    path = tmp_path / "f"
+    path.write_bytes(b"0123456789")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert bytes(inputs._read_regular(fd, 10, "f")) == b"0123456789"
+        with pytest.raises(InputChangedError, match="'f': the file shrank from 20 to 10 bytes while it was read"):
+            inputs._read_regular(fd, 20, "f")
+        view = memoryview(bytearray(6))
+        inputs.read_slice_into(fd, 2, view)
+        assert bytes(view) == b"234567"
+        with pytest.raises(InputChangedError, match="input ended 3 bytes early at offset 10"):
+            inputs.read_slice_into(fd, 7, memoryview(bytearray(6)))
+    finally:
+        os.close(fd)
