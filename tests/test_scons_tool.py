@@ -313,6 +313,41 @@ def test_group_signatures_are_scons_own(mkenv, extra):
         assert len(memoised) < len(nodes) - 3
 
 
+def test_link_signatures_are_scons_own(mkenv):
+    """A link, the AMD device links and the carrier list every object of a program; their
+    signatures, substituted word by word (linear in the command's length, not quadratic as SCons's
+    string substitution is), are byte-identical to SCons's own. A command given as a list of
+    command lines is signed by SCons itself."""
+    need_tool("clang-19")
+    from offload._signatures import LazyCommandAction, LinearSignature
+    names = [f"src/s{i}.c" for i in range(40)]
+    for name in names:
+        with open(name, "w") as f:
+            f.write("int y;\n")
+    env = mkenv(OFFLOAD_ARCHS=["sm_80", "gfx90a"], LINKFLAGS=["$(", "-Wl,--no-undefined", "$)", "-Wl,-z,  now"])
+    program = env.OffloadProgram("app", names)
+    linked = [program[0], env.File("app.offload.o"), env.File("app.gfx90a.devlink.o")]
+    kinds = set()
+    for n in linked:
+        ex = n.get_executor()
+        for act in ex.get_action_list():
+            if not isinstance(act, (LazyCommandAction, LinearSignature)):
+                continue
+            kinds.add(n.name)
+            tgts, srcs, benv = ex.get_all_targets(), ex.get_all_sources(), ex.get_build_env()
+            ours = act.get_presig(tgts, srcs, benv)
+            assert ours == SCons.Action.CommandAction.get_presig(act, tgts, srcs, benv)
+            assert ours.count("s0.") and len(ours.split()) > 40 and "--no-undefined" not in ours
+    assert kinds == {"app", "app.gfx90a.devlink.o", "app.offload.o"}, kinds
+    # A list of commands in the variable: SCons's own signature (a generator action).
+    env2 = mkenv(OFFLOAD_ARCHS=["sm_80"], OFFLOAD_ARCOM=["ar rc $TARGET $SOURCES", "ranlib $TARGET"])
+    lib = env2.OffloadArchive("lib/libk", ["src/a.c"])
+    ex = lib[0].get_executor()
+    (act,) = [a for a in ex.get_action_list() if isinstance(a, LazyCommandAction)]
+    sig = act.get_presig(ex.get_all_targets(), ex.get_all_sources(), ex.get_build_env())
+    assert sig.startswith(b"ar rc ") and b"ranlib " in sig
+
+
 def test_group_signature_follows_flag_changes(mkenv):
     """What rebuilds with group signatures: a flag changed for one source's call changes that
     source's compiles (and only the affected side), not the others'."""

@@ -28,8 +28,10 @@ LIBRARY_VARS = ["_OFFLOAD_LIBRARY_ID"]
 
 
 def action(com: str, varlist: list[str]) -> SCons.Action.Action:
-    """`$<com>` shown as `$<com>STR`; `varlist` names what else its output depends on."""
-    return SCons.Action.Action("$" + com, "$" + com + "STR", varlist=varlist)
+    """`$<com>` shown as `$<com>STR`; `varlist` names what else its output depends on. Signed in
+    time linear in the command's length (`_signatures.LazyCommandAction`): a link lists every
+    object."""
+    return _signatures.LazyCommandAction(com, {"cmdstr": "$" + com + "STR", "varlist": varlist})
 
 
 #: The programs the tool's actions run are tracked by identity in `varlist` (compiler `--version`,
@@ -50,7 +52,7 @@ def group_builder(**kw) -> SCons.Builder.Builder:
     return SCons.Builder.Builder(**kw)
 
 
-class InProcessAction(SCons.Action.CommandAction):
+class InProcessAction(_signatures.LinearSignature, SCons.Action.CommandAction):
     """A command action whose command, when it is the tool's own helper script run by the Python
     running SCons, runs inside the SCons process.
 
