@@ -302,3 +302,42 @@ def test_sources_in_a_variant_directory_without_copies(tmp_path):
         out = run_built(p.root / f"out{rdc}" / "proj" / "saxpy")
         assert out.returncode == 0 and out.stdout in ("saxpy host 8\n", "saxpy gpu 8\n"), out
     assert p.up_to_date("archs=sm_80,sm_90")
+
+
+RACE_SCONSTRUCT = """
+import os, sys
+sys.path.insert(0, {site_tools!r})
+from offload._nvcc import _intermediates
+env = Environment(tools=[])
+stamp = int(ARGUMENTS['stamp'])
+def write(target, source, env):
+    with open(str(target[0]), 'w') as f:
+        f.write(env['MIDTEXT'])
+    os.utime(str(target[0]), (stamp, stamp))
+mid = env.Command(env.File('mid.ii'), 'src.txt', Action(write, varlist=['MIDTEXT']), MIDTEXT=ARGUMENTS['text'])
+_intermediates(mid)
+env.Command('out.txt', mid, Copy('$TARGET', '$SOURCE'))
+"""
+
+
+def test_intermediate_rewritten_within_its_recorded_second_is_compared(tmp_path):
+    """nvcc's intermediates are judged by timestamp, then content; SCons's timestamps are whole
+    seconds. A timestamp recorded in the second the run began or later is not trusted (two quick
+    runs can rewrite a file within one second): the step reading the file re-runs when its bytes
+    changed. An older one is (what saves a null build from reading every intermediate)."""
+    import time
+
+    from scons_helpers import SITE_TOOLS
+
+    p = Project(tmp_path / "race", {"SConstruct": RACE_SCONSTRUCT.format(site_tools=str(SITE_TOOLS)),
+                                    "src.txt": "x\n"})
+    later = str(int(time.time()) + 1000)  # every run below begins before this second
+    p.scons(f"stamp={later}", "text=A")
+    p.scons(f"stamp={later}", "text=B")  # rewritten, the same timestamp
+    assert (p.root / "out.txt").read_text() == "B"
+    past = str(int(time.time()) - 1000)
+    p.scons(f"stamp={past}", "text=C")
+    assert (p.root / "out.txt").read_text() == "C"
+    p.scons(f"stamp={past}", "text=D")  # recorded before this run began: the timestamp is trusted
+    assert (p.root / "mid.ii").read_text() == "D" and (p.root / "out.txt").read_text() == "C"
+

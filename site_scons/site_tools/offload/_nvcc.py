@@ -29,6 +29,7 @@ import re
 import shlex
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 
 import SCons.Action
@@ -515,11 +516,23 @@ def _rerun_if_list_used(env, pp, arch_list: str) -> None:
         env.AlwaysBuild(pp)
 
 
+# The second this SCons run began (SCons keeps timestamps in whole seconds).
+_RUN_START = int(time.time())
+
+
 def _intermediate_changed(node, target, prev_ni, repo_node=None) -> bool:
     """Whether a file one of nvcc's steps wrote changed for the step reading it: its timestamp
     first, its content only when the timestamp moved (SCons's 'content-timestamp'). With the
     default 'content' decider SCons hashes every file younger than `max_drift` (two days) on each
-    run: a null build would read the megabytes of preprocessed text per source and arch again."""
+    run: a null build would read the megabytes of preprocessed text per source and arch again.
+
+    SCons's timestamps are whole seconds, so a file rewritten within the second its recorded
+    timestamp names would look unchanged (two quick runs with a flag between them). A timestamp
+    recorded in the second this run began, or later, is therefore not trusted and the content is
+    compared: whatever this run writes gets a later timestamp than one recorded before it began."""
+    recorded = getattr(prev_ni, "timestamp", None)
+    if recorded is None or recorded >= _RUN_START:
+        return node.changed_content(target, prev_ni)
     return node.changed_timestamp_then_content(target, prev_ni, repo_node)
 
 
