@@ -10,11 +10,12 @@ import json
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
 from conftest import inspect_json, need_tool
-from scons_helpers import Project, run_built
+from scons_helpers import SITE_TOOLS, Project, run_built
 
 pytestmark = pytest.mark.slow
 
@@ -325,10 +326,6 @@ def test_intermediate_rewritten_within_its_recorded_second_is_compared(tmp_path)
     seconds. A timestamp recorded in the second the run began or later is not trusted (two quick
     runs can rewrite a file within one second): the step reading the file re-runs when its bytes
     changed. An older one is (what saves a null build from reading every intermediate)."""
-    import time
-
-    from scons_helpers import SITE_TOOLS
-
     p = Project(tmp_path / "race", {"SConstruct": RACE_SCONSTRUCT.format(site_tools=str(SITE_TOOLS)),
                                     "src.txt": "x\n"})
     later = str(int(time.time()) + 1000)  # every run below begins before this second
@@ -340,4 +337,3 @@ def test_intermediate_rewritten_within_its_recorded_second_is_compared(tmp_path)
     assert (p.root / "out.txt").read_text() == "C"
     p.scons(f"stamp={past}", "text=D")  # recorded before this run began: the timestamp is trusted
     assert (p.root / "mid.ii").read_text() == "D" and (p.root / "out.txt").read_text() == "C"
-

@@ -44,6 +44,7 @@ import threading
 from dataclasses import dataclass
 
 from . import _signatures, _toolchain
+from ._builders import settings
 
 #: The define that carries a source's file identity (`offload_ids.h`), different per source.
 SOURCE_ID = "OFFLOAD_TOOL_SOURCE_ID="
@@ -87,7 +88,7 @@ def wanted(env, kw: dict, lang) -> bool:
         key = None
     if key in _wanted:
         return _wanted[key][0]
-    senv = env.Override(kw) if kw else env
+    senv = settings(env, kw)
     launcher = senv.subst("$OFFLOAD_LOCAL_LAUNCHER" if lang.file_identity else "$OFFLOAD_LAUNCHER").strip()
     # (a wrapper may also add what `-###` would not show)
     answer = not launcher and _toolchain.clang_executable(
@@ -183,9 +184,9 @@ def _shape(argv: list[str], src: str, out: str, penv: dict) -> tuple[tuple, str]
     return (tuple(key), os.getcwd(), tuple(sorted(penv.items()))), source_id
 
 
-def _note(what: str, why: str) -> None:
-    if what not in _noted:
-        _noted.add(what)
+def _note(why: str) -> None:
+    if why not in _noted:
+        _noted.add(why)
         sys.stderr.write(f"offload: note: OpenMP device compiles run the host front end themselves ({why}): "
                          "one driver compile per source and arch instead\n")
 
@@ -230,7 +231,7 @@ def device_jobs(argv: list[str], src: str, out: str, host_ir: str, penv: dict) -
             if isinstance(plan, Plan) and plan.temp_suffix:
                 _temp_suffixes.add(plan.temp_suffix)
     if isinstance(plan, str):
-        _note(plan, plan)
+        _note(plan)
         return None
     values = {_SRC: src, _NAME: os.path.basename(src), _OUT: out, _HOSTIR: host_ir, _ID: source_id,
               _TMP: temp_path(out, plan.temp_suffix)}

@@ -93,17 +93,15 @@ class LinearSignature:
         return command_presig(self, target, source, env)
 
 
-class LazyCommandAction(SCons.Action.LazyAction):
+class LazyCommandAction(LinearSignature, SCons.Action.LazyAction):
     """`Action("$VAR")` (the command is the environment's `$VAR` when the node is built) whose
     presig is `command_presig` while `$VAR` is one command line; a list of commands or a function
     in `$VAR` is signed as SCons signs it."""
 
     def get_presig(self, target, source, env, executor=None):
         if self.get_parent_class(env) is not SCons.Action.CommandAction:
-            return super().get_presig(target, source, env)
-        if executor:
-            target, source = executor.get_all_targets(), executor.get_all_sources()
-        return command_presig(self, target, source, env)
+            return SCons.Action.LazyAction.get_presig(self, target, source, env)
+        return super().get_presig(target, source, env, executor)
 
 
 class GroupSignatureAction(SCons.Action.CommandAction):
