@@ -19,17 +19,17 @@ from ._builders import LIBRARY_VARS, PY, action, builder, canonical, node, nodes
 COMMANDS = {
     "OFFLOAD_BUNDLECOM": f"{PY} -m offload_tool.cli.bundler -type=$_OFFLOAD_BUNDLETYPE $_OFFLOAD_COMPRESSFLAG "
                          '-targets=$_OFFLOAD_BUNDLETARGETS $_OFFLOAD_INPUTFLAGS '
-                         "-output=$TARGET $OFFLOAD_BUNDLERFLAGS",
+                         "$_OFFLOAD_OUTPUTFLAG $OFFLOAD_BUNDLERFLAGS",
     "OFFLOAD_UNBUNDLECOM": f"{PY} -m offload_tool.cli.bundler -unbundle -type=$_OFFLOAD_BUNDLETYPE "
-                           '-targets=$_OFFLOAD_BUNDLETARGETS -input=$SOURCE '
+                           '-targets=$_OFFLOAD_BUNDLETARGETS $_OFFLOAD_INPUTFLAG '
                            '$_OFFLOAD_OUTPUTFLAGS $OFFLOAD_BUNDLERFLAGS',
     "OFFLOAD_UNBUNDLEARCHIVECOM": f"{PY} -m offload_tool.cli.bundler -unbundle -type=a -allow-missing-bundles "
-                                  '-targets=$_OFFLOAD_BUNDLETARGETS -input=$SOURCE '
+                                  '-targets=$_OFFLOAD_BUNDLETARGETS $_OFFLOAD_INPUTFLAG '
                                   '$_OFFLOAD_OUTPUTFLAGS $OFFLOAD_BUNDLERFLAGS',
     "OFFLOAD_CONVERTCOM": f"{PY} -m offload_tool.cli.tool convert --to=$OFFLOAD_CONVERT_TO "
                           "$_OFFLOAD_LLVMVERSIONFLAG $SOURCE -o $TARGET",
     "OFFLOAD_MANIFESTCOM": f"$_OFFLOAD_VERIFY_CMDS {PY} -m offload_tool.cli.tool inspect --json "
-                           "$_OFFLOAD_LLVMVERSIONFLAG $SOURCES > ${TARGET}.tmp && mv ${TARGET}.tmp $TARGET",
+                           "$_OFFLOAD_LLVMVERSIONFLAG $SOURCES > $_OFFLOAD_TARGET_TMP && mv $_OFFLOAD_TARGET_TMP $TARGET",
 }
 
 COMSTRS = {

@@ -14,6 +14,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import shlex
+import subprocess
 import sys
 
 import SCons.Errors
@@ -23,7 +25,7 @@ import SCons.Subst
 import SCons.Tool
 import SCons.Util
 
-from . import _archs, _compdb, _consume, _host_ir, _languages, _nvcc, _toolchain
+from . import _archs, _compdb, _consume, _host_ir, _languages, _nvcc, _openmp_sources, _settings_check, _toolchain
 from ._signatures import GroupSignatureAction
 from ._archs import archs_for, file_safe
 from ._builders import (COMPILER_VARS, LAUNCH, LIBRARY_VARS, PACKAGE_EMBED, PY, action, builder, canonical, group_builder,
@@ -47,7 +49,7 @@ COMMANDS = {
                        "$_OFFLOAD_NVCC_HOSTFLAGS $_CCCOMCOM $SOURCE",
     "OFFLOAD_HIPFBCOM": f"{PY} -m offload_tool.cli.bundler -type=o -bundle-align=4096 $_OFFLOAD_COMPRESSFLAG "
                         "-targets=$_OFFLOAD_HIPFB_TARGETS -input=/dev/null "
-                        '$_OFFLOAD_INPUTFLAGS -output=$TARGET',
+                        '$_OFFLOAD_INPUTFLAGS $_OFFLOAD_OUTPUTFLAG',
     "OFFLOAD_PACKAGECOM": f"{PY} -m offload_tool.cli.packager $_OFFLOAD_PACKAGERFLAGS -o $TARGET $_OFFLOAD_IMAGES",
     "OFFLOAD_EMBEDCOM": f"{PY} -m offload_tool.cli.embed ${{SOURCES[0]}} ${{SOURCES[1:]}} -o $TARGET",
     "OFFLOAD_PACKAGEEMBEDCOM": f"$( $OFFLOAD_PYTHON {PACKAGE_EMBED} $) ${{TARGETS[0]}} ${{TARGETS[1]}} "
@@ -80,11 +82,19 @@ class _CompileAction(GroupSignatureAction):
         contents = super().get_contents(target, source, env)
         lang = _languages.LANGUAGES.get(env.get("_OFFLOAD_LANG", ""))
         if lang is not None and lang.file_identity and source and hasattr(source[0], "srcnode"):
-            contents = contents + ("\0file " + _identity(source[0])).encode()
+            files = [_identity(source[0])] + [_identity(n) for n in _files_read(target)]
+            contents = contents + ("\0file " + "\0file ".join(files)).encode()
         return contents
+
+    #: Whether this compile makes a source's host side (says when an OpenMP source by its suffix
+    #: holds no target construct, `_openmp_sources`).
+    host_side = False
 
     def execute(self, target, source, env, executor=None):
         status = super().execute(target, source, env, executor)
+        if not status and self.host_side and env.get("_OFFLOAD_LANG") == "openmp":
+            _openmp_sources.note_without_target(env, (executor.get_all_sources() if executor else source)[0],
+                                                (executor.get_all_targets() if executor else target)[0])
         if status and env.get("_OFFLOAD_LANG") == "openmp" and not env.get("OFFLOAD_LANG"):
             src = (executor.get_all_sources() if executor else source)[0]
             hint = _foreign_language_hint(src)
@@ -108,8 +118,9 @@ class _DeviceCompileAction(_CompileAction):
         host_ir = getattr(target[0].attributes, "offload_host_ir", None) if target else None
         if host_ir is None or len(cmd_list) != 1 or not source:
             return cmd_list, ignore, silent
-        jobs = _host_ir.device_jobs([str(a) for a in cmd_list[0]], str(source[0]), str(target[0]), str(host_ir),
-                                    _toolchain.build_env(env))
+        penv = _toolchain.build_env(env)
+        jobs = _host_ir.device_jobs(_argv_as_run(cmd_list[0], env, penv), str(source[0]), str(target[0]),
+                                    str(host_ir), penv)
         if jobs is None:
             return cmd_list, ignore, silent
         # One command line (`a && b`, as SCons runs and shows a shell command), so that a
@@ -129,6 +140,18 @@ class _DeviceCompileAction(_CompileAction):
 
 
 _SHELL_SPECIAL = set(" \t\n\"'\\$`;&|<>()*?[]{}~#!")
+
+
+def _argv_as_run(cmd, env, penv: dict) -> list[str]:
+    """The arguments the compiler gets when SCons runs the command line `cmd` (a substituted
+    list): SCons escapes each word and hands the line to the shell, which removes the quoting
+    (`CPPDEFINES=[('VERSION', '\\\\"1.0\\\\"')]` reaches the compiler as `-DVERSION="1.0"`). The
+    shell itself splits a line that expands something (`$`, a backquote); `shlex` the others."""
+    line = " ".join(map(str, SCons.Subst.escape_list(cmd, env["ESCAPE"])))
+    if "$" not in line and "`" not in line:
+        return shlex.split(line)
+    run = subprocess.run(["/bin/sh", "-c", 'printf "%s\\0" ' + line], capture_output=True, env=penv, timeout=60)
+    return run.stdout.decode("utf-8", "surrogateescape").split("\0")[:-1]
 
 
 def _quoted(arg: str):
@@ -219,18 +242,25 @@ def _hipfb_emitter(target, source, env):
     return [obj.dir.File(stem(obj) + ".hipfb")], source
 
 
+def _host_side(act: _CompileAction) -> _CompileAction:
+    act.host_side = True
+    return act
+
+
 def builders() -> dict:
     scanner = SCons.Tool.CScanner
     src_suffix = sorted({sfx for lang in _languages.LANGUAGES.values() for sfx in lang.suffixes})
     return {
-        "_OffloadHostCompile": group_builder(action=_CompileAction("$OFFLOAD_HOSTCOM", cmdstr="$OFFLOAD_HOSTCOMSTR",
-                                                             varlist=COMPILER_VARS),
+        "_OffloadHostCompile": group_builder(action=_host_side(_CompileAction("$OFFLOAD_HOSTCOM",
+                                                                              cmdstr="$OFFLOAD_HOSTCOMSTR",
+                                                                              varlist=COMPILER_VARS)),
                                        source_scanner=scanner, suffix=_host_suffix, src_suffix=src_suffix,
                                        emitter=_mark()),
         # OpenMP: the host IR (a source's compile), and the host object made from it (reads IR:
         # nothing to scan).
-        "_OffloadHostIR": group_builder(action=_CompileAction("$OFFLOAD_HOSTIRCOM", cmdstr="$OFFLOAD_HOSTIRCOMSTR",
-                                                              varlist=COMPILER_VARS),
+        "_OffloadHostIR": group_builder(action=_host_side(_CompileAction("$OFFLOAD_HOSTIRCOM",
+                                                                         cmdstr="$OFFLOAD_HOSTIRCOMSTR",
+                                                                         varlist=COMPILER_VARS)),
                                         source_scanner=scanner, emitter=_mark()),
         "_OffloadHostBackend": group_builder(action=GroupSignatureAction("$OFFLOAD_HOSTBACKENDCOM",
                                                                          cmdstr="$OFFLOAD_HOSTBACKENDCOMSTR",
@@ -257,35 +287,62 @@ def builders() -> dict:
 # Per-source values
 
 def _file_id(node) -> tuple[int, int] | None:
-    """The source file's (st_dev, st_ino), read once per source when the SConscript is read (its
-    host and every device node ask), or None when it does not exist (yet)."""
-    src = node.srcnode()
-    if not hasattr(src.attributes, "offload_file_id"):
+    """The (st_dev, st_ino) of the file a compile reads for `node`, read once per run and node (a
+    source's host and device nodes all ask), or None while it does not exist (a generated file
+    not made yet: asked again later)."""
+    if not hasattr(node.attributes, "offload_file_id"):
+        path = _read_path(node)
         try:
-            st = os.stat(src.get_abspath())
-            src.attributes.offload_file_id = (st.st_dev, st.st_ino)
+            st = os.stat(path)
         except OSError:
-            src.attributes.offload_file_id = None
-    return src.attributes.offload_file_id
+            return None
+        node.attributes.offload_file_id = (st.st_dev, st.st_ino)
+    return node.attributes.offload_file_id
+
+
+def _read_path(node) -> str:
+    """The file the compiler opens for `node`: the node's own file where it exists (a variant
+    directory's copy), else its source-tree file (a variant directory with `duplicate=0`)."""
+    path = node.get_abspath()
+    if os.path.exists(path):
+        return path
+    return node.srcnode().get_abspath()
+
+
+def _files_read(target) -> list:
+    """The files besides the source that a compile of `target` reads, as SCons's scanner found
+    them (the headers it includes): an OpenMP target region in a header is named after the
+    header's identity, not the source's."""
+    deps = getattr(target[0], "implicit", None) if target else None
+    return sorted((n for n in deps or () if isinstance(n, SCons.Node.FS.File)), key=lambda n: n.get_path())
 
 
 def _identity(node) -> str:
-    """The file identity as a dependency: clang names OpenMP offload entries after it, so host and
-    device objects of a source must come from the same file. A re-created file (new inode) changes
-    this value and rebuilds every node of that source together."""
+    """A file's identity as a dependency: clang names OpenMP offload entries after the (device,
+    inode) of the file that holds the target region (the source, or a header it includes), so
+    host and device objects must come from the same files. A re-created file (new inode, same
+    bytes: `git checkout`, rsync, an editor's safe write) changes this value and rebuilds every
+    compile that reads it together."""
     fid = _file_id(node)
-    path = node.srcnode().get_path()
+    path = node.get_path()
     return f"{path} dev={fid[0]} ino={fid[1]}" if fid else f"{path} absent"
 
 
-def _source_id_flag(node) -> str:
-    """`-DOFFLOAD_TOOL_SOURCE_ID=<dev>_<ino> -include offload_ids.h` for the compiles of a
-    file-identity language: a compiler cache (ccache, sccache) then keys those objects by the file
-    they came from (the header turns the value into preprocessed text, which caches hash; a bare -D
-    is not), so a cached object of another clone's file is never served. Outside the signature:
-    the identity is a dependency of these nodes already."""
+def _source_id_flag(target, node) -> str:
+    """`-DOFFLOAD_TOOL_SOURCE_ID=<id> -include offload_ids.h` for the compiles of a file-identity
+    language: a compiler cache (ccache, sccache) then keys those objects by the files they came
+    from (the header turns the value into preprocessed text, which caches hash; a bare -D is not),
+    so a cached object of another clone's files (or of a file since re-created) is never served.
+    `<id>` is the source's `<dev>_<ino>`, followed by a hash of the identities of the headers it
+    reads, if any. Outside the signature: these identities are in it already."""
     fid = _file_id(node)
-    return f"$( -DOFFLOAD_TOOL_SOURCE_ID={fid[0]:x}_{fid[1]:x} -include {ID_HEADER} $)" if fid else ""
+    if not fid:
+        return ""
+    value = f"{fid[0]:x}_{fid[1]:x}"
+    headers = [_identity(n) for n in _files_read(target)]
+    if headers:
+        value += "_" + hashlib.sha1("\0".join(headers).encode()).hexdigest()[:16]
+    return f"$( -DOFFLOAD_TOOL_SOURCE_ID={value} -include {ID_HEADER} $)"
 
 
 def source_id_flags(target, source, env, for_signature):
@@ -295,7 +352,7 @@ def source_id_flags(target, source, env, for_signature):
     lang = _languages.LANGUAGES.get(env.get("_OFFLOAD_LANG", ""))
     if for_signature or not (lang and lang.file_identity) or not source or not hasattr(source[0], "srcnode"):
         return ""
-    return _source_id_flag(source[0])
+    return _source_id_flag(target, source[0])
 
 
 COMMANDS["_OFFLOAD_SOURCE_ID"] = source_id_flags  # a default like the commands (never overridden per node)
@@ -506,7 +563,15 @@ def offload_object(env, s, target, kw, pic=False):
     if compiler != "nvcc":
         _archs.refuse_ptx_only(archs, compiler, lang.name)
 
+    _settings_check.check(env, kw, senv)
+
     def make():
+        made = _make()
+        for n in made:
+            n.attributes.offload_compiler = compiler
+        return made
+
+    def _make():
         if compiler == "nvcc":
             return _nvcc_object(env, senv, s, fat, archs, kw, pic)
         if compiler == "hipcc":
@@ -550,15 +615,20 @@ def offload_object(env, s, target, kw, pic=False):
 
 
 def _plain_host_object(env, s, target, kw, pic):
-    """A plain host source of an offload program: the environment's own C/C++ compile."""
+    """A plain host source of an offload program: the environment's own C/C++ compile, with
+    `$OFFLOAD_HOSTFLAGS` after `$CCFLAGS` as in every other host compile (`-march=native` there
+    reaches `main.cpp` too)."""
     senv = settings(env, kw)
     build = env.SharedObject if pic else env.StaticObject
     o = {k: v for k, v in kw.items() if k != "OFFLOAD_LANG"}
+    if senv.get("OFFLOAD_HOSTFLAGS"):
+        o["CCFLAGS"] = SCons.Util.CLVar(senv.get("CCFLAGS", [])) + SCons.Util.CLVar(senv["OFFLOAD_HOSTFLAGS"])
 
     def make():
         made = build(target, s, **o) if target else build(s, **o)
         for n in made:
             n.attributes.offload_lang = "host"
+            n.attributes.offload_compiler = "host"
         return made
 
     return registry.get(env, _request_key(env, s, target, "plain" + (" pic" if pic else "")), "plain",
@@ -584,9 +654,11 @@ def _nvcc_object(env, senv, s, fat, archs, kw, pic):
 def objects(env, sources, kw, pic=False) -> list:
     """Sources compiled with OffloadObject; objects (anything else) passed through."""
     out = []
-    for n in nodes(env, sources):
+    srcs = nodes(env, sources)
+    beside_gpu = _openmp_sources.gpu_language_sources(env, srcs, kw)
+    for n in srcs:
         if _languages.is_offload_source(n):
-            out.extend(offload_object(env, n, None, kw, pic=pic))
+            out.extend(offload_object(env, n, None, _openmp_sources.source_kw(env, n, kw, beside_gpu), pic=pic))
         else:
             out.append(n)
     return out

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shlex
+import re
 import subprocess
 import sys
 import tempfile
@@ -98,8 +98,15 @@ def wanted(env, kw: dict, lang) -> bool:
     return answer
 
 
+_ARG = re.compile(r'"((?:[^"\\]|\\.)*)"|(\S+)')
+
+
 def _jobs_of(text: str) -> list[list[str]]:
-    return [shlex.split(line) for line in text.splitlines() if line.startswith(' "')]
+    """The jobs of a `-###` listing: one line per job, each argument as clang prints it
+    (`llvm::sys::printArg`: in double quotes, with `"`, `\\` and `$` escaped by a backslash)."""
+    return [[re.sub(r"\\(.)", r"\1", m.group(1)) if m.group(1) is not None else m.group(2)
+             for m in _ARG.finditer(line)]
+            for line in text.splitlines() if line.startswith(' "')]
 
 
 def _out_of(job: list[str]) -> str:

@@ -124,6 +124,11 @@ def OffloadAddLanguage(env, name: str, suffixes=(), offload_kind: str | None = N
     return register(Language(name, tuple(suffixes), offload_kind, tuple(vendors), **fields))
 
 
+def suffix_language(node) -> Language | None:
+    """The language a source's suffix means, or None (an object, or an unknown suffix)."""
+    return _BY_SUFFIX.get(os.path.splitext(node.name)[1])
+
+
 def is_offload_source(node) -> bool:
     """A source file (by suffix) that the offload builders compile, rather than an object."""
     return os.path.splitext(node.name)[1] in _BY_SUFFIX

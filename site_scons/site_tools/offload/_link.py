@@ -17,7 +17,7 @@ import SCons.Action
 import SCons.Scanner.Prog
 import SCons.Util
 
-from . import _archs, _compile, _languages, _libraries, _nvcc_link, _variables
+from . import _archs, _compile, _languages, _libraries, _nvcc_link, _openmp_sources, _settings_check, _variables
 from . import _consume
 from ._archs import archs_for, file_safe
 from ._builders import (COMPILER_VARS, LIBRARY_VARS, PACKAGE_EMBED, action, builder, canonical, node, nodes,
@@ -95,7 +95,7 @@ def builders() -> dict:
 # --------------------------------------------------------------------------------------------
 # What a link links
 
-def _link_overrides(env, objs, kw) -> dict:
+def _link_overrides(env, objs, kw, target=None) -> dict:
     senv = settings(env, kw)
     _compile.require_clang(senv)
     known = [getattr(o.attributes, "offload_lang", "") for o in objs]
@@ -107,6 +107,7 @@ def _link_overrides(env, objs, kw) -> dict:
         archs = [a for a in archs if any(a in archs_for(_languages.LANGUAGES[lang], [a]) for lang in langs)]
     # An OpenMP offload link unless every object is known and none is OpenMP's.
     openmp = not all(known) or any(_languages.LANGUAGES[lang].file_identity for lang in langs) or not langs
+    _settings_check.unused_in_link(senv, target, objs)
     return dict(kw, _OFFLOAD_LINK_ARCHS=archs, _OFFLOAD_LINK_LANGS=langs, _OFFLOAD_LINK_OPENMP=openmp)
 
 
@@ -121,7 +122,7 @@ def OffloadProgram(env, target, source, **kw):
     OpenMP device links are nodes of their own when that is safe, see `_split_link_inputs`)."""
     t = _program_name(env, target)
     objs = _link_inputs(env, node(env, t), source, kw)
-    made = env._OffloadLink(t, objs, **_link_overrides(env, objs, kw))
+    made = env._OffloadLink(t, objs, **_link_overrides(env, objs, kw, t))
     _consume.check_before(env, made)  # the link takes a carrier's images unread
     return made
 
@@ -131,7 +132,7 @@ def OffloadSharedLibrary(env, target, source, **kw):
     t = (env.subst("$SHLIBPREFIX") + str(target) + env.subst("$SHLIBSUFFIX")
          if isinstance(target, str) and not str(target).endswith(env.subst("$SHLIBSUFFIX")) else target)
     objs = _link_inputs(env, node(env, t), source, kw, pic=True)
-    made = env._OffloadShLink(t, objs, **_link_overrides(env, objs, kw))
+    made = env._OffloadShLink(t, objs, **_link_overrides(env, objs, kw, t))
     _consume.check_before(env, made)
     return made
 
@@ -197,7 +198,9 @@ def _split_link_inputs(env, target, items_in, kw, pic):
     senv = settings(env, kw)
     if not senv.get("OFFLOAD_SPLIT_DEVICE_LINK") or not _variables.has_llc(senv):
         return None
-    items = [(n, _split_parts(env, n, kw, pic)) for n in items_in]
+    beside_gpu = _openmp_sources.gpu_language_sources(env, items_in, kw)
+    kws = {n: _openmp_sources.source_kw(env, n, kw, beside_gpu) for n in items_in}
+    items = [(n, _split_parts(env, n, kws[n], pic)) for n in items_in]
     archs = list(canonical(senv))
     for _, p in items:  # objects built elsewhere may carry archs this environment does not list
         if p not in ("keep", None):
@@ -234,7 +237,8 @@ def _split_link_inputs(env, target, items_in, kw, pic):
     objs = []
     for n, parts in items:
         if parts == "keep":
-            objs.extend(_compile.offload_object(env, n, None, kw, pic=pic) if _languages.is_offload_source(n) else [n])
+            objs.extend(_compile.offload_object(env, n, None, kws[n], pic=pic) if _languages.is_offload_source(n)
+                        else [n])
         else:
             objs.append(parts[0])
     return objs + [carrier[1]]
@@ -267,7 +271,7 @@ def OffloadRelocatableObject(env, target, source, **kw):
     is a plain host object."""
     objs = _compile.objects(env, source, kw)
     objs = _nvcc_link.device_link(env, node(env, target), objs, kw) + objs
-    return env._OffloadReloc(target, objs, _OFFLOAD_RELOCATABLE=1, **_link_overrides(env, objs, kw))
+    return env._OffloadReloc(target, objs, _OFFLOAD_RELOCATABLE=1, **_link_overrides(env, objs, kw, target))
 
 
 def OffloadStaticLibrary(env, target, source, **kw):

@@ -207,16 +207,24 @@ def _llvm_version_flag(target, source, env, for_signature):
     return f"--llvm-version={library_llvm_version(env)}"
 
 
-def images(source) -> str:
-    """One `--image=file=...,triple=...,arch=...,kind=...` per device object."""
+def path_word(text: str):
+    """One word of a command line that holds a file name: quoted for the shell as SCons quotes a
+    node (`$SOURCE`), so blanks, quotes and `$` in a name reach the program as they are."""
+    return SCons.Subst.CmdStringHolder(text, True)
+
+
+def images(source) -> list[str]:
+    """One `--image=file=...,triple=...,arch=...,kind=...` per device object, each one word of the
+    command line whatever its file name holds (`path_word`)."""
     import SCons.Errors
     out = []
     for s in source:
         info = getattr(s.attributes, "offload_image", None)
         if info is None:
             raise SCons.Errors.UserError(f"offload: '{s}' is not an OffloadDeviceObject (no arch/kind known)")
-        out.append(f"--image=file={s.get_path()},triple={info['triple']},arch={info['arch']},kind={info['kind']}")
-    return " ".join(out)
+        out.append(path_word(f"--image=file={s.get_path()},triple={info['triple']},arch={info['arch']},"
+                             f"kind={info['kind']}"))
+    return out
 
 
 def _images(target, source, env, for_signature):
@@ -234,11 +242,26 @@ def _hipfb_targets(target, source, env, for_signature):
 
 
 def _input_flags(target, source, env, for_signature):
-    return " ".join("-input=" + s.get_path() for s in source)
+    return [path_word("-input=" + s.get_path()) for s in source]
 
 
 def _output_flags(target, source, env, for_signature):
-    return " ".join("-output=" + t.get_path() for t in target)
+    return [path_word("-output=" + t.get_path()) for t in target]
+
+
+def _input_flag(target, source, env, for_signature):
+    """`-input=$SOURCE` as one word whatever the file's name (`path_word`)."""
+    return path_word("-input=" + source[0].get_path())
+
+
+def _output_flag(target, source, env, for_signature):
+    """`-output=$TARGET` as one word whatever the file's name (`path_word`)."""
+    return path_word("-output=" + target[0].get_path())
+
+
+def _target_tmp(target, source, env, for_signature):
+    """`${TARGET}.tmp` as one word whatever the file's name (`path_word`)."""
+    return path_word(target[0].get_path() + ".tmp")
 
 
 def _compress_flag(target, source, env, for_signature):
@@ -267,7 +290,7 @@ def _verify_cmds(target, source, env, for_signature):
     budgets = max_bytes(env)
     if not env.get("OFFLOAD_VERIFY", True) and not req and not budgets:
         return ""
-    c = "$( $OFFLOAD_PYTHON $) -m offload_tool.cli.tool verify -q " + " ".join(s.get_path() for s in source)
+    c = "$( $OFFLOAD_PYTHON $) -m offload_tool.cli.tool verify -q $SOURCES"
     if req:
         c += " --require=" + req
     if budgets:
@@ -367,6 +390,9 @@ CALLABLES = {
     "_OFFLOAD_COMPRESSFLAG": _compress_flag,
     "_OFFLOAD_INPUTFLAGS": _input_flags,
     "_OFFLOAD_OUTPUTFLAGS": _output_flags,
+    "_OFFLOAD_INPUTFLAG": _input_flag,
+    "_OFFLOAD_OUTPUTFLAG": _output_flag,
+    "_OFFLOAD_TARGET_TMP": _target_tmp,
     "_OFFLOAD_BUNDLETARGETS": _bundle_targets,
     "_OFFLOAD_BUNDLETYPE": _bundle_type,
     "_OFFLOAD_VERIFY_CMDS": _verify_cmds,

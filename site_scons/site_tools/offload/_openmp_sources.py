@@ -1,0 +1,129 @@
+"""Which C/C++ sources are OpenMP offload code when nothing says so.
+
+A `.c` / `.cpp` source means OpenMP offload by its suffix (`_languages.OPENMP`): one host compile
+and one device compile per arch. That is what an OpenMP-offload program wants, but not the
+`main.cpp` beside the kernels of a CUDA or HIP program, which CMake, Meson and Bazel compile once,
+for the host. The rule, for a source whose language no `OFFLOAD_LANG` names (on the environment
+or the call):
+
+1. a C/C++ source built into the same program or library as CUDA or HIP sources is a plain host
+   source (`OFFLOAD_LANG='host'`: the environment's own compile), unless it or a header it
+   includes (as SCons's C scanner finds them on `CPPPATH`) holds an OpenMP target construct
+   (`#pragma omp target ...`, `declare target`, or the same in `_Pragma`);
+2. any other C/C++ source is OpenMP offload, as before; when one holds no target construct, the
+   build says so once (`note_without_target`): it costs a device compile per arch for nothing.
+
+`OFFLOAD_LANG='openmp'` (or `'host'`) on the call or the environment always wins."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+import SCons.Node.FS
+import SCons.Tool
+
+from . import _languages
+
+_CONSTRUCT = re.compile(rb"(?:^[ \t]*#[ \t]*pragma|_Pragma[ \t]*\([ \t]*\")[ \t]*omp[ \t]+"
+                        rb"(?:target|(?:begin[ \t]+)?declare[ \t]+target)\b", re.M)
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
+_MAX_FILES = 2000          # headers followed from one source, at most
+_texts: dict[str, tuple[bool, list[tuple[bool, str]]]] = {}
+
+
+def _scan(path: str) -> tuple[bool, list[tuple[bool, str]]]:
+    """(whether the file holds a target construct, its includes as (quoted, name)), read once."""
+    if path not in _texts:
+        try:
+            with open(path, "rb") as f:
+                text = f.read()
+        except OSError:
+            text = b""
+        _texts[path] = (bool(_CONSTRUCT.search(text)),
+                        [(q == b'"', n.decode("utf-8", "surrogateescape").strip()) for q, n in _INCLUDE.findall(text)])
+    return _texts[path]
+
+
+def _include_dirs(env, node) -> list[str]:
+    """The source-tree folders of `CPPPATH` as SCons's C scanner resolves them for `node`."""
+    dirs = SCons.Tool.CScanner.path(env, node.dir)
+    out = []
+    for d in dirs:
+        for p in (d.get_abspath(), d.srcnode().get_abspath()):
+            if p not in out:
+                out.append(p)
+    return out
+
+
+def holds_target_construct(env, node) -> bool:
+    """Whether `node`'s file, or a header it includes that lies in its folder or on `CPPPATH`,
+    holds an OpenMP target construct. A file that cannot be read yet (generated) counts as
+    holding one: it stays OpenMP offload, which is always correct."""
+    src = node.srcnode().get_abspath()
+    if not os.path.exists(src):
+        return True
+    dirs = _include_dirs(env, node)
+    seen, todo = set(), [src]
+    while todo and len(seen) < _MAX_FILES:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        found, includes = _scan(path)
+        if found:
+            return True
+        here = os.path.dirname(path)
+        for quoted, name in includes:
+            for d in ([here] if quoted else []) + dirs:
+                p = os.path.normpath(os.path.join(d, name))
+                if os.path.isfile(p):
+                    todo.append(p)
+                    break
+    return False
+
+
+def _asks(env, kw: dict) -> bool:
+    return bool(kw.get("OFFLOAD_LANG") or env.get("OFFLOAD_LANG"))
+
+
+def _by_suffix_is_openmp(n) -> bool:
+    return _languages.suffix_language(n) is _languages.OPENMP
+
+
+def gpu_language_sources(env, sources, kw: dict) -> bool:
+    """Whether `sources` (of one program or library) hold CUDA or HIP sources."""
+    if _asks(env, kw):
+        return False
+    return any(getattr(_languages.suffix_language(n), "offload_kind", None) in ("cuda", "hip") for n in sources)
+
+
+def source_kw(env, n, kw: dict, beside_gpu_sources: bool) -> dict:
+    """The caller's overrides for source `n`, with `OFFLOAD_LANG='host'` added where rule 1 of the
+    module docstring makes it a plain host source."""
+    if not beside_gpu_sources or not _by_suffix_is_openmp(n) or _asks(env, kw):
+        return kw
+    senv = env.Override(kw) if kw else env
+    if holds_target_construct(senv, n):
+        return kw
+    return dict(kw, OFFLOAD_LANG="host")
+
+
+_noted: set[str] = set()
+
+
+def note_without_target(env, source, target) -> None:
+    """Rule 2's note, once per source and build: an OpenMP offload source by its suffix alone whose
+    file and scanned headers hold no target construct."""
+    path = source.srcnode().get_path()
+    if path in _noted or _asks(env, {}):
+        return
+    files = [source] + [n for n in getattr(target, "implicit", None) or () if isinstance(n, SCons.Node.FS.File)]
+    if any(_scan(n.srcnode().get_abspath() if not os.path.exists(n.get_abspath()) else n.get_abspath())[0]
+           for n in files):
+        return
+    _noted.add(path)
+    sys.stderr.write(f"offload: note: '{path}' is compiled as OpenMP offload (from its suffix) but holds no OpenMP "
+                     "target construct, nor do the headers SCons found it includes: each arch compiles it for "
+                     "nothing; OFFLOAD_LANG='host' compiles it once, for the host\n")
