@@ -220,3 +220,22 @@ def test_a_flag_variable_no_step_reads_is_noted(tmp_path):
     cp = p.scons("-n")
     assert cp.stderr.count("offload: note: OFFLOAD_DEVICEFLAGS reaches no step of 'app': nvcc compiles its device "
                            "code") == 1, cp.stderr
+
+
+def test_the_documented_toolpath_finds_the_tool_in_the_install_the_project_makes(tmp_path):
+    """`toolpath=[PyPackageDir('offload_scons')]` with the interpreter running the tests (the
+    project's `.venv`, installed by scripts/install-deps.sh), nothing added to its path."""
+    need_tool("clang-19")
+    p = Project(tmp_path, {
+        "SConstruct": """
+            env = Environment(tools=['default', 'offload'], toolpath=[PyPackageDir('offload_scons')],
+                              OFFLOAD_CLANG='clang-19', OFFLOAD_ARCHS=['sm_80'])
+            env.OffloadProgram('app', ['main.cpp'])
+            """,
+        "main.cpp": HEADER_MAIN, "kern.h": KERN_H})
+    env = scons_env()
+    env.pop("PYTHONPATH")
+    cp = subprocess.run([sys.executable, "-m", "SCons", "-Q"], cwd=p.root, capture_output=True, text=True, env=env,
+                        timeout=300)
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    assert run_built(p.root / "app").stdout == "8\n"
