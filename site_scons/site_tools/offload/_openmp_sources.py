@@ -93,10 +93,12 @@ def _by_suffix_is_openmp(n) -> bool:
 
 
 def gpu_language_sources(env, sources, kw: dict) -> bool:
-    """Whether `sources` (of one program or library) hold CUDA or HIP sources."""
+    """Whether `sources` (of one program or library) hold CUDA or HIP sources, or objects the tool
+    compiled from such sources."""
     if _asks(env, kw):
         return False
-    return any(getattr(_languages.suffix_language(n), "offload_kind", None) in ("cuda", "hip") for n in sources)
+    return any(getattr(_languages.suffix_language(n), "offload_kind", None) in ("cuda", "hip")
+               or getattr(n.attributes, "offload_lang", None) in ("cuda", "hip") for n in sources)
 
 
 def source_kw(env, n, kw: dict, beside_gpu_sources: bool) -> dict:
