@@ -128,6 +128,14 @@ void run() {
 }
 """
 
+# An environment compiling `.cu` with nvcc (`{}`: one more setting).
+NVCC_ENV = """
+import os
+env = Environment(tools=['default', 'offload'], ENV={{'PATH': os.environ['PATH']}},
+                  OFFLOAD_CLANG='clang-19', OFFLOAD_CUDA_COMPILER='nvcc',
+                  OFFLOAD_ARCHS=ARGUMENTS.get('archs', 'sm_80').split(','), {})
+"""
+
 OMP_IN_HEADER = '#include "kern.h"\nvoid use(float *x) { scale(x, 4); }\n'
 
 
@@ -138,16 +146,11 @@ def test_plain_cpp_beside_cuda_is_a_host_source_unless_it_holds_a_target_constru
     need_tool("nvcc")
     need_tool("clang-19")
     p = Project(tmp_path, {
-        "SConstruct": """
-            import os
-            env = Environment(tools=['default', 'offload'], ENV={'PATH': os.environ['PATH']},
-                              OFFLOAD_CLANG='clang-19', OFFLOAD_CUDA_COMPILER='nvcc',
-                              OFFLOAD_ARCHS=ARGUMENTS.get('archs', 'sm_80').split(','),
-                              OFFLOAD_HOSTFLAGS=['-DFROM_HOSTFLAGS=1'])
-            env.OffloadProgram('bin/app', ['kern.cu', 'main.cpp'])
-            env.OffloadProgram('bin/mixed', ['kern.cu', 'main.cpp', 'omp.cpp'])
-            env.OffloadProgram('bin/asked', ['kern.cu', env.OffloadObject('asked.cpp', OFFLOAD_LANG='openmp')])
-            """,
+        "SConstruct": NVCC_ENV.format("OFFLOAD_HOSTFLAGS=['-DFROM_HOSTFLAGS=1']") + """
+env.OffloadProgram('bin/app', ['kern.cu', 'main.cpp'])
+env.OffloadProgram('bin/mixed', ['kern.cu', 'main.cpp', 'omp.cpp'])
+env.OffloadProgram('bin/asked', ['kern.cu', env.OffloadObject('asked.cpp', OFFLOAD_LANG='openmp')])
+""",
         "kern.cu": CU,
         "main.cpp": """
             #include <cstdio>
@@ -209,13 +212,7 @@ def test_a_flag_variable_no_step_reads_is_noted(tmp_path):
     need_tool("nvcc")
     need_tool("clang-19")
     p = Project(tmp_path, {
-        "SConstruct": """
-            import os
-            env = Environment(tools=['default', 'offload'], ENV={'PATH': os.environ['PATH']},
-                              OFFLOAD_CLANG='clang-19', OFFLOAD_CUDA_COMPILER='nvcc',
-                              OFFLOAD_ARCHS=['sm_80'], OFFLOAD_DEVICEFLAGS=['-O3'])
-            env.OffloadProgram('app', ['kern.cu', 'main.cpp'])
-            """,
+        "SConstruct": NVCC_ENV.format("OFFLOAD_DEVICEFLAGS=['-O3']") + "env.OffloadProgram('app', ['kern.cu', 'main.cpp'])\n",
         "kern.cu": CU, "main.cpp": "void run();\nint main() { run(); return 0; }\n"})
     cp = p.scons("-n")
     assert cp.stderr.count("offload: note: OFFLOAD_DEVICEFLAGS reaches no step of 'app': nvcc compiles its device "
