@@ -9,7 +9,6 @@ ambiguous instead of guessing."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import BinaryIO, Mapping
 
 from ..rules.string_table import string_table
@@ -18,7 +17,14 @@ from ..errors import OffloadBinaryError
 from ..rules import llvm_path
 from ..fileio import byte_view
 from .layout import Layout
-from .magic import OFFLOAD_BINARY_MAGIC, FileKind, identify
+from .magic import FileKind, identify
+from .offload_binary_common import (ALIGNMENT, DEFAULT_LLVM_VERSION, ENTRY, IMAGE_KINDS, IMG_BITCODE, IMG_CUBIN,
+                                    IMG_FATBINARY, IMG_NONE, IMG_OBJECT, IMG_PTX, IMG_SPIRV, MAGIC,
+                                    OFFLOAD_KINDS_19, OFFLOAD_KINDS_22, SUPPORTED_LLVM_VERSIONS, VERSION,
+                                    OffloadImage, align, check_entry_fields, encode, image_kind_name,
+                                    image_kind_value, image_nbytes, kinds_for, nul_ends, objdump_image_kind_name,
+                                    offload_kind_name, offload_kind_value)
+from .offload_binary_v2 import read_offload_binary_v2
 
 __all__ = [
     "MAGIC", "VERSION", "ALIGNMENT", "OFFLOADING_SECTION", "HEADER", "ENTRY", "STRING_ENTRY",
@@ -30,86 +36,14 @@ __all__ = [
     "offload_kind_name", "llvm_path_extension", "make_image",
 ]
 
-MAGIC = OFFLOAD_BINARY_MAGIC
-VERSION = 1
-ALIGNMENT = 8
 #: The section clang embeds packages in (ELF: found by its type; COFF and bitcode: by this name).
 OFFLOADING_SECTION = ".llvm.offloading"
 
-# `llvm::object::OffloadBinary`'s Header, Entry and StringEntry, field names as in LLVM.
+# `llvm::object::OffloadBinary`'s Header and StringEntry of version 1, field names as in LLVM (the
+# Entry is `offload_binary_common.ENTRY`).
 HEADER = Layout("Header", [("Magic", "4s"), ("Version", "I"), ("Size", "Q"), ("EntryOffset", "Q"),
                            ("EntrySize", "Q")])
-ENTRY = Layout("Entry", [("TheImageKind", "H"), ("TheOffloadKind", "H"), ("Flags", "I"), ("StringOffset", "Q"),
-                         ("NumStrings", "Q"), ("ImageOffset", "Q"), ("ImageSize", "Q")])
 STRING_ENTRY = Layout("StringEntry", [("KeyOffset", "Q"), ("ValueOffset", "Q")])
-
-IMG_NONE, IMG_OBJECT, IMG_BITCODE, IMG_CUBIN, IMG_FATBINARY, IMG_PTX, IMG_SPIRV = range(7)
-
-# `getImageKindName` (19): value -> name; anything else is "".  IMG_SPIRV (6) exists only in 22.
-IMAGE_KINDS = {0: "none", 1: "o", 2: "bc", 3: "cubin", 4: "fatbin", 5: "s"}
-_IMAGE_KIND_BY_EXT = {"o": IMG_OBJECT, "bc": IMG_BITCODE, "cubin": IMG_CUBIN, "fatbin": IMG_FATBINARY,
-                      "s": IMG_PTX}
-# llvm-objdump's names (OffloadDump.cpp `getImageName`).
-_OBJDUMP_IMAGE_NAMES = {1: "elf", 2: "llvm ir", 3: "cubin", 4: "fatbinary", 5: "ptx"}
-
-# `getOffloadKind` / `getOffloadKindName` per LLVM release.
-OFFLOAD_KINDS_19 = {"none": 0, "openmp": 1, "cuda": 2, "hip": 3}
-OFFLOAD_KINDS_22 = {"none": 0, "openmp": 1, "cuda": 2, "hip": 4, "sycl": 8}
-DEFAULT_LLVM_VERSION = 19
-# 19 and 20 share one numbering (HIP = 3); 22 is checked against llvm-offload-binary-22.
-# 21 is left out: when the bit-flag numbering arrived between 20 and 22 was not verified.
-# 23 keeps 22's numbering and writes version 2 binaries (several entries in one; see offload_binary_v2).
-SUPPORTED_LLVM_VERSIONS = (19, 20, 22, 23)
-
-
-def _kinds_for(llvm_version: int) -> dict[str, int]:
-    if llvm_version in (19, 20):
-        return OFFLOAD_KINDS_19
-    if llvm_version in (22, 23):
-        # Offload kinds are bit flags (HIP = 4) since LLVM 22.
-        return OFFLOAD_KINDS_22
-    raise OffloadBinaryError(
-        f"unsupported LLVM version {llvm_version} (supported: {', '.join(map(str, SUPPORTED_LLVM_VERSIONS))})")
-
-
-def offload_kind_value(name: str, llvm_version: int = DEFAULT_LLVM_VERSION) -> int:
-    """`getOffloadKind(name)` of LLVM `llvm_version`: unknown names are OFK_None (0)."""
-    return _kinds_for(llvm_version).get(name, 0)
-
-
-def offload_kind_name(value: int, llvm_version: int | None = None) -> str:
-    """`getOffloadKindName(value)` of LLVM `llvm_version`.
-
-    With no version, value 3 is reported as ambiguous: it is HIP as written by LLVM 19/20, but
-    the bit-flag combination OpenMP|CUDA for LLVM 22 (whose tools print it as `none`)."""
-    if llvm_version is not None:
-        for name, v in _kinds_for(llvm_version).items():
-            if v == value:
-                return name
-        return "none"
-    if value == 3:
-        return "hip (LLVM 19) or cuda|openmp (LLVM 22)"
-    for name, v in OFFLOAD_KINDS_22.items():
-        if v == value:
-            return name
-    return "none"
-
-
-def image_kind_value(name: str) -> int:
-    """`getImageKind(name)`: image kind from a file extension (without the dot)."""
-    return _IMAGE_KIND_BY_EXT.get(name, IMG_NONE)
-
-
-def image_kind_name(value: int, llvm_version: int | None = None) -> str:
-    """`getImageKindName(value)`: the extension LLVM uses for an image kind ("" if none)."""
-    if value == IMG_SPIRV and (llvm_version is None or llvm_version >= 22):
-        return "spv"
-    return IMAGE_KINDS.get(value, "") if value != IMG_NONE else ""
-
-
-def objdump_image_kind_name(value: int) -> str:
-    """The image kind as `llvm-objdump --offloading` prints it."""
-    return _OBJDUMP_IMAGE_NAMES.get(value, "<none>")
 
 
 def image_kind_from_content(buf) -> int | None:
@@ -129,83 +63,8 @@ def image_kind_for_file(path: str, content) -> int:
     return kind if kind is not None else image_kind_value(llvm_path_extension(path))
 
 
-@dataclass
-class OffloadImage:
-    """One OffloadBinary entry: kinds, flags, string metadata (in string-entry order) and the image.
-
-    `llvm_version` is the LLVM whose producer numbering applies (None: unknown; see
-    `offload_kind_name`).  `offset`/`size` locate the binary in the buffer it was read from."""
-
-    image_kind: int
-    offload_kind: int
-    flags: int
-    strings: dict[str, str]
-    image: bytes | memoryview
-    llvm_version: int | None = None
-    offset: int = field(default=0, compare=False)
-    size: int = field(default=0, compare=False)
-    #: The binary's header Version (1 or 2) and this entry's index in it (version 2 holds several).
-    version: int = field(default=VERSION, compare=False)
-    index: int = field(default=0, compare=False)
-
-    @property
-    def triple(self) -> str:
-        return self.strings.get("triple", "")
-
-    @property
-    def arch(self) -> str:
-        return self.strings.get("arch", "")
-
-    def kind_name(self, llvm_version: int | None = -1) -> str:
-        """Producer name (`openmp`, `cuda`, `hip`, ...); defaults to the image's own LLVM version."""
-        return offload_kind_name(self.offload_kind, self.llvm_version if llvm_version == -1 else llvm_version)
-
-    @property
-    def producer(self) -> str:
-        return self.kind_name()
-
-    @property
-    def image_kind_name(self) -> str:
-        """Extension-style name (`o`, `bc`, ...; "" for none) as in LLVM's generated file names."""
-        return image_kind_name(self.image_kind, self.llvm_version)
-
-    def get(self, key: str) -> str:
-        """`OffloadBinary::getString(key)`: missing keys read as ""."""
-        return self.strings.get(key, "")
-
-
 # --------------------------------------------------------------------------------------------
 # Reading
-
-
-def _find_nul(buf, start: int, limit: int) -> int:
-    """Index of the first NUL in buf[start:limit], or -1 (searched in chunks, no big copies)."""
-    pos = start
-    step = 256
-    while pos < limit:
-        end = min(limit, pos + step)
-        i = bytes(buf[pos:end]).find(b"\0")
-        if i >= 0:
-            return pos + i
-        pos = end
-        step = min(step * 4, 1 << 20)
-    return -1
-
-
-def nul_ends(buf, base: int, size: int, offsets, what: str) -> dict[int, int]:
-    """For each string offset into the table at `base` (`size` bytes), the position of the NUL that
-    ends it; offsets are visited in order so strings sharing one unterminated run cost one scan.
-    `what` begins the error for a string with no NUL inside the binary."""
-    ends: dict[int, int] = {}
-    prev_nul = -1
-    for off in sorted(offsets):
-        start = base + off
-        if start > prev_nul:
-            prev_nul = _find_nul(buf, start, base + size)
-            if prev_nul < 0:
-                raise OffloadBinaryError(f"{what} at {off:#x} is not NUL-terminated inside the binary")
-        ends[off] = prev_nul
-    return ends
 
 
 class _StringReader:
@@ -312,14 +171,12 @@ def read_offload_binaries(buf, *, llvm_version: int | None = None) -> list[Offlo
     As LLVM's `extractOffloadFiles`: any bytes left that do not parse are an error."""
     view = byte_view(buf)
     if llvm_version is not None:
-        _kinds_for(llvm_version)
+        kinds_for(llvm_version)
     images = []
     offset = 0
     while offset < len(view):
         budget.charge("entries", 1, f"offload binary at offset {offset:#x}")
         if (_header_version(view, offset) or 0) >= 2:
-            from .offload_binary_v2 import read_offload_binary_v2
-
             entries = read_offload_binary_v2(view, offset, llvm_version=llvm_version)
             images.extend(entries)
             offset += HEADER.read(view, offset, OffloadBinaryError).Size
@@ -341,31 +198,16 @@ def _header_version(view, offset: int) -> int | None:
 # Writing
 
 
-def _encode(s: str | bytes) -> bytes:
-    return s.encode("utf-8", "surrogateescape") if isinstance(s, str) else bytes(s)
-
-
-def _align(n: int) -> int:
-    return (n + ALIGNMENT - 1) & ~(ALIGNMENT - 1)
-
-
-def _check_u(value: int, bits: int, what: str) -> None:
-    if not isinstance(value, int) or value < 0 or value >= 1 << bits:
-        raise OffloadBinaryError(f"{what} {value!r} does not fit in {bits} bits")
-
-
 def _header_bytes(image: OffloadImage) -> tuple[bytes, int, int]:
     """Everything before the image (header, entry, string entries, table, padding)."""
-    _check_u(image.image_kind, 16, "image kind")
-    _check_u(image.offload_kind, 16, "offload kind")
-    _check_u(image.flags, 32, "flags")
-    pairs = [(_encode(k), _encode(v)) for k, v in image.strings.items()]
+    check_entry_fields(image)
+    pairs = [(encode(k), encode(v)) for k, v in image.strings.items()]
     table, offsets = string_table([s for kv in pairs for s in kv])
     string_entries_size = STRING_ENTRY.size * len(pairs)
     table_start = HEADER.size + ENTRY.size + string_entries_size
-    image_offset = _align(table_start + len(table))
-    image_size = len(image.image) if not isinstance(image.image, memoryview) else image.image.nbytes
-    size = _align(image_offset + image_size)
+    image_offset = align(table_start + len(table))
+    image_size = image_nbytes(image)
+    size = align(image_offset + image_size)
     out = bytearray()
     out += HEADER.build(Magic=MAGIC, Version=VERSION, Size=size, EntryOffset=HEADER.size, EntrySize=ENTRY.size)
     out += ENTRY.build(TheImageKind=image.image_kind, TheOffloadKind=image.offload_kind, Flags=image.flags,

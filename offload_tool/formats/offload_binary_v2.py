@@ -29,7 +29,8 @@ from ..errors import OffloadBinaryError
 from ..fileio import byte_view
 from .layout import Layout, field_error
 from ..rules.string_table import string_table
-from .offload_binary import ALIGNMENT, ENTRY, MAGIC, OffloadImage, _check_u, _encode, nul_ends
+from .offload_binary_common import (ENTRY, MAGIC, OffloadImage, align, check_entry_fields, encode, image_nbytes,
+                                    nul_ends)
 
 __all__ = ["VERSION_2", "HEADER_V2", "STRING_ENTRY_V2", "V2_LLVM_VERSION", "read_offload_binary_v2",
            "write_offload_binary_v2", "write_offload_binary_v2_to"]
@@ -42,10 +43,6 @@ V2_LLVM_VERSION = 23
 HEADER_V2 = Layout("Header", [("Magic", "4s"), ("Version", "I"), ("Size", "Q"), ("EntriesOffset", "Q"),
                               ("EntriesCount", "Q")])
 STRING_ENTRY_V2 = Layout("StringEntry", [("KeyOffset", "Q"), ("ValueOffset", "Q"), ("ValueSize", "Q")])
-
-
-def _align(n: int) -> int:
-    return (n + ALIGNMENT - 1) & ~(ALIGNMENT - 1)
 
 
 # --------------------------------------------------------------------------------------------
@@ -172,17 +169,15 @@ def _plan(images: Sequence[OffloadImage]) -> tuple[bytes, list[int], int]:
         raise OffloadBinaryError("an offload binary needs at least one image")
     encoded = []
     for img in images:
-        _check_u(img.image_kind, 16, "image kind")
-        _check_u(img.offload_kind, 16, "offload kind")
-        _check_u(img.flags, 32, "flags")
-        encoded.append([(_encode(k), _encode(v)) for k, v in img.strings.items()])
+        check_entry_fields(img)
+        encoded.append([(encode(k), encode(v)) for k, v in img.strings.items()])
     table, offsets = string_table([s for pairs in encoded for kv in pairs for s in kv])
-    sizes = [len(img.image) if not isinstance(img.image, memoryview) else img.image.nbytes for img in images]
+    sizes = [image_nbytes(img) for img in images]
     entries_size = ENTRY.size * len(images)
     string_entries_size = STRING_ENTRY_V2.size * sum(len(p) for p in encoded)
     table_start = HEADER_V2.size + entries_size + string_entries_size
-    data_start = _align(table_start + len(table))
-    size = _align(data_start + sum(sizes))
+    data_start = align(table_start + len(table))
+    size = align(data_start + sum(sizes))
 
     out = bytearray(HEADER_V2.build(Magic=MAGIC, Version=VERSION_2, Size=size, EntriesOffset=HEADER_V2.size,
                                     EntriesCount=len(images)))
