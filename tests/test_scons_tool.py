@@ -256,7 +256,7 @@ def test_device_link_helper_errors(tmp_path, clang, images, message):
     obj = tmp_path / "ref.o"
     obj.write_bytes(__import__("offload_tool.formats.elf", fromlist=["x"]).empty_relocatable_like(
         b"\x7fELF\x02\x01\x01" + bytes(9) + b"\x01\x00\x3e\x00" + bytes(44)))
-    argv = [sys.executable, str(SITE_TOOLS / "offload" / "_device_link.py"), str(tmp_path / "out.o"), str(obj), "llc-19", clang,
+    argv = [sys.executable, str(SITE_TOOLS / "offload" / "_device_link.py"), str(tmp_path / "out.o"), str(obj), clang,
             "--", *[i.format(obj=obj, tmp=tmp_path) for i in images]]
     cp = subprocess.run(argv, capture_output=True, text=True, env=scons_env())
     assert cp.returncode == 1 and message in cp.stderr and "Traceback" not in cp.stderr, cp.stderr

@@ -10,6 +10,7 @@ the OpenMP runtimes); a CUDA/HIP-only link is linked as clang links those langua
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 
@@ -28,8 +29,8 @@ _DEVICE_LINK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_device
 COMMANDS = {
     "OFFLOAD_CARRIERCOM": f"$( $OFFLOAD_PYTHON {PACKAGE_EMBED} $) --empty-host ${{TARGETS[0]}} ${{TARGETS[1]}} "
                           "$_OFFLOAD_CARRIER_REF $_OFFLOAD_PACKAGERFLAGS $_OFFLOAD_IMAGES",
-    "OFFLOAD_DEVICELINKCOM": f"$( $OFFLOAD_PYTHON {_DEVICE_LINK} $) $TARGET $_OFFLOAD_CARRIER_REF $( $_OFFLOAD_LLC $) "
-                             "$OFFLOAD_CLANGXX -fopenmp --offload-arch=$OFFLOAD_ARCH $_OFFLOAD_VENDORFLAGS "
+    "OFFLOAD_DEVICELINKCOM": f"$( $OFFLOAD_PYTHON {_DEVICE_LINK} $) --llvm=$_OFFLOAD_DEVLINK_LLVM $TARGET "
+                             "$_OFFLOAD_CARRIER_REF $OFFLOAD_CLANGXX -fopenmp --offload-arch=$OFFLOAD_ARCH $_OFFLOAD_VENDORFLAGS "
                              "$_OFFLOAD_DEVICE_RUNTIME $OFFLOAD_LINKFLAGS $_OFFLOAD_LINK_OPTFLAG "
                              "-- $_OFFLOAD_IMAGES",
     "OFFLOAD_LINKCOM": "$OFFLOAD_CLANGXX -o $TARGET $_OFFLOAD_LINKFLAGS $OFFLOAD_LINKFLAGS $LINKFLAGS "
@@ -53,8 +54,17 @@ COMSTRS = {
 
 
 def _write_ldscript(target, source, env):
+    """`libfoo.a`: the script text, and a comment with the digest of the archive it names. A
+    consumer's link depends on `libfoo.a` alone (SCons's LIBS scanner finds that file, not what it
+    names), so the script's bytes must change whenever `libfoo-offload.a` does: else an edit of the
+    library stops here and its consumers keep the old host and device code."""
+    digest = hashlib.sha256()
+    with open(source[0].get_abspath(), "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
     with open(target[0].get_abspath(), "w", encoding="utf-8") as f:
         f.write(env["_OFFLOAD_LDSCRIPT"])
+        f.write(f"/* {source[0].name} sha256 {digest.hexdigest()} */\n")
     return 0
 
 
@@ -111,16 +121,23 @@ def _link_overrides(env, objs, kw, target=None) -> dict:
     return dict(kw, _OFFLOAD_LINK_ARCHS=archs, _OFFLOAD_LINK_LANGS=langs, _OFFLOAD_LINK_OPENMP=openmp)
 
 
-def _program_name(env, target):
-    if isinstance(target, str):
-        return env.subst("$PROGPREFIX") + str(target) + env.subst("$PROGSUFFIX")
-    return target
+def _file_name(env, target, prefix: str, suffix: str):
+    """A target given as a string, named as SCons's own builders name it: the prefix on the file
+    name, not on the path (`shlib/bar` -> `shlib/libbar.so`), and the suffix added; a name that
+    already ends with the suffix is taken as it is. A node is taken as it is."""
+    if not isinstance(target, str):
+        return target
+    prefix, suffix = env.subst(prefix), env.subst(suffix)
+    d, b = os.path.split(target)
+    if suffix and b.endswith(suffix):
+        return target
+    return os.path.join(d, prefix + b + suffix)
 
 
 def OffloadProgram(env, target, source, **kw):
     """Final link with the offload-aware driver (clang-linker-wrapper does the device link; AMD
     OpenMP device links are nodes of their own when that is safe, see `_split_link_inputs`)."""
-    t = _program_name(env, target)
+    t = _file_name(settings(env, kw), target, "$PROGPREFIX", "$PROGSUFFIX")
     objs = _link_inputs(env, node(env, t), source, kw)
     made = env._OffloadLink(t, objs, **_link_overrides(env, objs, kw, t))
     _consume.check_before(env, made)  # the link takes a carrier's images unread
@@ -129,8 +146,7 @@ def OffloadProgram(env, target, source, **kw):
 
 def OffloadSharedLibrary(env, target, source, **kw):
     """A shared library (objects compiled position-independent, device code linked in)."""
-    t = (env.subst("$SHLIBPREFIX") + str(target) + env.subst("$SHLIBSUFFIX")
-         if isinstance(target, str) and not str(target).endswith(env.subst("$SHLIBSUFFIX")) else target)
+    t = _file_name(settings(env, kw), target, "$SHLIBPREFIX", "$SHLIBSUFFIX")
     objs = _link_inputs(env, node(env, t), source, kw, pic=True)
     made = env._OffloadShLink(t, objs, **_link_overrides(env, objs, kw, t))
     _consume.check_before(env, made)
@@ -192,11 +208,11 @@ def _split_link_inputs(env, target, items_in, kw, pic):
     links: ~25 s per arch at 100 sources, re-run when one source changes or one arch is added. Split,
     each AMD arch is a `DEVICELINK` node (see `_device_link.py`) that only re-runs when its own device
     objects change; the link takes the host objects plus one carrier object holding the NVIDIA images
-    and the linked AMD objects, and gives a byte-identical device image. Used only when every input
-    is the tool's own, no library in `LIBS` may carry device code (see `_libraries`) and the clang
-    has its `llc`; `OFFLOAD_SPLIT_DEVICE_LINK=False` turns it off."""
+    and the linked AMD objects (each the object the wrapper's own code generator wrote), and gives
+    a byte-identical device image. Used only when every input is the tool's own and no library in
+    `LIBS` may carry device code (see `_libraries`); `OFFLOAD_SPLIT_DEVICE_LINK=False` turns it off."""
     senv = settings(env, kw)
-    if not senv.get("OFFLOAD_SPLIT_DEVICE_LINK") or not _variables.has_llc(senv):
+    if not senv.get("OFFLOAD_SPLIT_DEVICE_LINK"):
         return None
     beside_gpu = _openmp_sources.gpu_language_sources(env, items_in, kw)
     kws = {n: _openmp_sources.source_kw(env, n, kw, beside_gpu) for n in items_in}
@@ -221,12 +237,13 @@ def _split_link_inputs(env, target, items_in, kw, pic):
         return None
     split = [p for _, p in items if p != "keep"]
     ref = split[0][0]
+    llvm = _variables.clang_major(senv)  # how its linker wrapper forwards device-linker options
     carrier_images = []
     for a in archs:
         if a in amd:
             images = [devices[a] for _, devices in split if a in devices]
             dl = env._OffloadDeviceLink(target, images, OFFLOAD_ARCH=a, _OFFLOAD_LANG="openmp",
-                                        _OFFLOAD_CARRIER_REF=ref, **kw)
+                                        _OFFLOAD_CARRIER_REF=ref, _OFFLOAD_DEVLINK_LLVM=llvm, **kw)
             env.Requires(dl, ref)
             carrier_images.extend(dl)
         else:
@@ -248,18 +265,13 @@ def _split_link_inputs(env, target, items_in, kw, pic):
 # Libraries
 
 def _libname(env, target) -> object:
-    if isinstance(target, str):
-        d, b = os.path.split(target)
-        if not b.endswith(env.subst("$LIBSUFFIX")):
-            b = env.subst("$LIBPREFIX") + b + env.subst("$LIBSUFFIX")
-        return os.path.join(d, b)
-    return target
+    return _file_name(env, target, "$LIBPREFIX", "$LIBSUFFIX")
 
 
 def OffloadArchive(env, target, source, **kw):
     """A heterogeneous static library: fat objects in `ar`; the device link is deferred."""
     objs = _compile.objects(env, source, kw)
-    made = env._OffloadAr(_libname(env, target), objs, **kw)
+    made = env._OffloadAr(_libname(settings(env, kw), target), objs, **kw)
     for n in made:
         n.attributes.offload_device_code = True
     _nvcc_link.carry(made, objs)
@@ -281,11 +293,11 @@ def OffloadStaticLibrary(env, target, source, **kw):
     offload link of the objects) and the OpenMP offload runtime libraries of the clang in use,
     so the consumer needs no offload flags. Returns [libfoo.a, libfoo-offload.a, foo-offload.o]."""
     senv = settings(env, kw)
-    lib = env.File(_libname(env, target))
-    base = lib.name[len(env.subst("$LIBPREFIX")):-len(env.subst("$LIBSUFFIX")) or None]
+    lib = env.File(_libname(senv, target))
+    prefix, suffix = senv.subst("$LIBPREFIX"), senv.subst("$LIBSUFFIX")
+    base = lib.name[len(prefix) if lib.name.startswith(prefix) else 0:-len(suffix) or None]
     reloc = OffloadRelocatableObject(env, lib.dir.File(base + "-offload.o"), source, **kw)
-    inner = env._OffloadAr(lib.dir.File(env.subst("$LIBPREFIX") + base + "-offload" + env.subst("$LIBSUFFIX")),
-                           reloc, **kw)
+    inner = env._OffloadAr(lib.dir.File(prefix + base + "-offload" + suffix), reloc, **kw)
     libdir = _variables.llvm_libdir(senv)
     runtime = [os.path.join(libdir, n) for n in ("libomptarget.so", "libomp.so") if libdir]
     langs = {getattr(o.attributes, "offload_lang", "") for o in _compile.objects(env, source, kw)}
