@@ -13,7 +13,7 @@ from conftest import need_tool, run
 from offload_tool.formats import elf
 from offload_tool.formats import objbundle
 from offload_tool.errors import BundleFormatError, OffloadError
-from offload_tool.formats.magic import is_object_file
+from offload_tool.ops.bundler_handlers import is_object_file
 
 C_SRC = r"""
 int printf(const char *, ...);

@@ -13,12 +13,13 @@ from typing import BinaryIO, Iterable, Sequence
 
 from ..errors import BundleFormatError, UsageError
 from .layout import Layout
-from .magic import BUNDLE_MAGIC, FileKind, identify
+from .magic import BUNDLE_MAGIC, TEXT_BUNDLE_COMMENTS, TEXT_BUNDLE_START, FileKind, identify
 
 __all__ = [
     "BundleEntry", "BINARY_MAGIC", "TEXT_COMMENTS", "BINARY_TYPES", "is_binary_bundle", "read_binary_bundle",
     "read_binary_bundle_index", "binary_bundle_header_size",
     "binary_bundle_layout", "write_binary_bundle", "read_text_bundle", "write_text_bundle", "text_comment",
+    "text_bundle_type",
     "stringmap_entries", "bundle_chunks", "bundle_size",
 ]
 
@@ -26,6 +27,10 @@ BINARY_MAGIC = BUNDLE_MAGIC
 
 #: `-type` values handled by the text handler, and their line-comment string.
 TEXT_COMMENTS = {"i": b"//", "ii": b"//", "cui": b"//", "hipi": b"//", "d": b"#", "s": b"#", "ll": b";"}
+#: A comment string -> a text `-type` whose files use it (what `text_bundle_type` answers).
+_TYPE_OF_COMMENT = {b"//": "i", b";": "ll", b"#": "s"}
+_TEXT_MARKER = re.compile(b"\\n(" + b"|".join(re.escape(c) for c in TEXT_BUNDLE_COMMENTS) + b")"
+                          + re.escape(TEXT_BUNDLE_START))
 #: `-type` values that always use the binary handler (`o` and `a` fall back to it for non-objects).
 BINARY_TYPES = ("bc", "gch", "ast")
 
@@ -215,8 +220,17 @@ def text_comment(files_type: str) -> bytes:
         raise UsageError(f"'{files_type}': invalid file type specified") from None
 
 
+def text_bundle_type(buf) -> str | None:
+    """The `-type` of the first text-bundle marker anywhere in `buf` (one of `i`, `ll`, `s` for its
+    comment string), else None: the text handler, unlike the others, finds its markers after any
+    preamble."""
+    view = memoryview(buf).cast("B") if not isinstance(buf, (bytes, bytearray)) else buf
+    m = _TEXT_MARKER.search(view)
+    return None if m is None else _TYPE_OF_COMMENT[m.group(1)]
+
+
 def _markers(comment: bytes) -> tuple[bytes, bytes]:
-    start = b"\n" + comment + b" " + BINARY_MAGIC + b"__START__ "
+    start = b"\n" + comment + TEXT_BUNDLE_START
     end = b"\n" + comment + b" " + BINARY_MAGIC + b"__END__ "
     return start, end
 

@@ -5,7 +5,12 @@ with the same outputs, order rules and messages, plus the checks LLVM
 lacks (damaged inputs are errors, outputs appear atomically and only when the whole run succeeds).
 Inputs are memory-mapped and only the headers are read through the map: uncompressed payloads are
 copied file to file by the kernel (`copy_file_range`), so bundling or unbundling gigabytes needs
-no more memory than a small file (what a plain file copy costs)."""
+no more memory than a small file (what a plain file copy costs).
+
+What differs between bundle formats (binary, text, object, compressed) is the business of the
+handler classes of `bundler_handlers`, picked by `create_file_handler` (LLVM's `CreateFileHandler`);
+this module holds what is the same for all: settings, target checks, which entry each target
+receives and LLVM's messages about it.  `-type=a` unbundling is `hda`'s, as in LLVM."""
 
 from __future__ import annotations
 
@@ -13,14 +18,13 @@ import contextlib
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from .. import budget
-from ..formats.bundle import (BundleEntry, bundle_chunks, bundle_size, read_binary_bundle, read_text_bundle,
-                     stringmap_entries)
-from ..errors import BundleError, BundleFormatError, CompressionError, OffloadError, UsageError
-from ..fileio import atomic_output, open_input, open_input_file, output_transaction
-from ..formats.magic import FileKind, bundle_handler, identify, is_object_file, text_bundle_type
+from ..formats.bundle import BundleEntry
+from ..errors import BundleError, UsageError
+from ..fileio import open_input, open_input_file
+from .bundler_handlers import WHOLE_INPUT, check_type, create_file_handler, open_bundle
 
 if TYPE_CHECKING:  # ccob (hashlib, zlib) is imported only when a bundle is compressed
     from ..formats.ccob import CompressionInfo
@@ -28,14 +32,11 @@ if TYPE_CHECKING:  # ccob (hashlib, zlib) is imported only when a bundle is comp
 __all__ = ["Bundle", "BundlerConfig", "bundle", "unbundle", "list_bundle_ids", "read_bundle",
            "bundler_config", "plan_unbundle"]
 
-FILE_TYPES = ("i", "ii", "cui", "hipi", "d", "ll", "bc", "s", "o", "a", "gch", "ast")
-
-
 @dataclass
 class Bundle:
     """A bundle read into plain data. `entries` are in file order; payloads are slices of the input."""
 
-    kind: str  # "binary" | "text" | "object"
+    kind: str  # "binary" | "text" | "object": the handler's `kind` (`bundler_handlers`)
     entries: list[BundleEntry] = field(default_factory=list)
     compression: "CompressionInfo | None" = None
 
@@ -132,155 +133,6 @@ def _llvm_int(text: str) -> int | None:
     return value if -(1 << 31) <= value < (1 << 31) else None
 
 
-def _check_type(files_type: str) -> None:
-    if files_type not in FILE_TYPES:
-        raise UsageError(f"'{files_type}': invalid file type specified")
-
-
-def _handler_kind(files_type: str, reference) -> str:
-    """`magic.bundle_handler` for a checked `-type`."""
-    _check_type(files_type)
-    return bundle_handler(files_type, reference)
-
-
-_DECOMPRESS_INPUT = "Failed to decompress input: "
-
-
-@contextlib.contextmanager
-def _decompression_errors(prefix: str = _DECOMPRESS_INPUT):
-    """LLVM's wording: a decompression failure is reported with `prefix` before the reason."""
-    try:
-        yield
-    except CompressionError as exc:
-        raise CompressionError(prefix + str(exc)) from None
-
-
-def _open_compressed(buf, cfg: BundlerConfig, what: str):
-    """A `ccob.Decompression` of `buf` if it is a CCOB, else None (said in verbose mode, as LLVM)."""
-    from ..formats.ccob import Decompression, is_compressed
-
-    if not is_compressed(buf):
-        if cfg.verbose and len(buf) >= 20:
-            cfg.log("Uncompressed bundle.\n")
-        return None
-    with _decompression_errors():
-        return Decompression(buf, verbose=cfg.verbose, log=cfg.log, what=f"compressed bundle '{what}'")
-
-
-def _maybe_decompress(buf, cfg: BundlerConfig, what: str = "input"):
-    """The input as the handlers see it: decompressed whole if it is a CCOB (hash always checked)."""
-    dec = _open_compressed(buf, cfg, what)
-    if dec is None:
-        return buf, None
-    with _decompression_errors():
-        return memoryview(dec.read_all()), dec.info
-
-
-_HEAD_START = 4096
-
-
-def _compressed_binary_head(dec) -> bytes | None:
-    """The decompressed header of the binary bundle inside `dec` (no payload bytes beyond the first
-    few KiB are decompressed), or None if it holds no binary bundle."""
-    from ..formats.bundle import binary_bundle_header_size
-
-    total = dec.info.uncompressed_size
-    with _decompression_errors():
-        head = dec.prefix(min(total, _HEAD_START))
-        if identify(head) is not FileKind.CLANG_BUNDLE:
-            return None
-        while True:
-            need = binary_bundle_header_size(head)
-            if need <= len(head) or len(head) >= total:
-                return head
-            head = dec.prefix(min(total, max(need, 2 * len(head))))
-
-
-def _read_entries(kind: str, buf, files_type: str) -> list[BundleEntry]:
-    if kind == "text":
-        return read_text_bundle(buf, files_type)
-    if kind == "binary":
-        return read_binary_bundle(buf)
-    from ..formats.objbundle import read_object_bundle
-
-    return read_object_bundle(buf)
-
-
-def _handler_order(kind: str, entries: list[BundleEntry]) -> list[BundleEntry]:
-    """Entries in the order LLVM 19's handler yields them (binary: StringMap order, last duplicate wins)."""
-    return stringmap_entries(entries) if kind == "binary" else entries
-
-
-# --- writing ----------------------------------------------------------------------------------------
-
-_COPY_CHUNK = 64 << 20
-
-
-def _copy_file_range(src_fd: int, out, offset: int, size: int) -> None:
-    """Append `size` bytes at `offset` of `src_fd` to the file object `out`, in the kernel when possible
-    (no pages of the input mapped into this process: a bundle is "close to a plain file copy")."""
-    out.flush()
-    dst_fd = out.fileno()
-    remaining, pos = size, offset
-    use_kernel = hasattr(os, "copy_file_range")
-    while remaining:
-        n = 0
-        if use_kernel:
-            try:
-                n = os.copy_file_range(src_fd, dst_fd, min(remaining, 1 << 30), pos)
-            except OSError:
-                use_kernel = False
-                continue
-        else:
-            chunk = os.pread(src_fd, min(remaining, _COPY_CHUNK), pos)
-            n = len(chunk)
-            view = memoryview(chunk)
-            try:
-                while view:
-                    view = view[os.write(dst_fd, view):]
-            except OSError as exc:
-                name = getattr(getattr(out, "raw", None), "output_name", "")
-                raise OffloadError(f"'{name}': {exc.strerror or exc}" if name else str(exc.strerror or exc)) from None
-        if n == 0:
-            raise BundleFormatError(f"input ended {remaining} bytes early while copying offset {pos}")
-        pos += n
-        remaining -= n
-    try:
-        out.seek(0, os.SEEK_END)
-    except (OSError, ValueError):
-        pass
-
-
-def _stream(out, chunks, file_slices: dict[int, tuple[int, int]]) -> None:
-    """Write `chunks`; a chunk listed in `file_slices` (by id) is copied from (fd, offset) instead."""
-    for chunk in chunks:
-        src = file_slices.get(id(chunk))
-        if src is not None:
-            _copy_file_range(src[0], out, src[1], memoryview(chunk).nbytes)
-        elif memoryview(chunk).nbytes:
-            out.write(chunk)
-
-
-def _write(output, kind: str, files_type: str, entries: Sequence[BundleEntry], cfg: BundlerConfig,
-           bundle_align: int, host_object=None, file_slices: dict[int, tuple[int, int]] | None = None) -> None:
-    """Write a bundle atomically. `file_slices` maps payloads (by id) to (fd, offset) for kernel copies."""
-    with atomic_output(output) as out:
-        if kind == "object":
-            # LLVM compresses nothing here (objcopy overwrites the compressed buffer).
-            from ..formats.objbundle import write_object_bundle
-
-            write_object_bundle(host_object, [(e.bundle_entry_id, e.data) for e in entries], out)
-        elif cfg.compress:
-            from ..formats.ccob import compress_chunks
-
-            compress_chunks(bundle_chunks(entries, files_type, bundle_align),
-                            bundle_size(entries, files_type, bundle_align), out,
-                            method=cfg.compression_method, level=cfg.compression_level,
-                            version=cfg.format_version, verbose=cfg.verbose, log=cfg.log, file_slices=file_slices)
-        else:
-            _stream(out, bundle_chunks(entries, files_type, bundle_align), file_slices or {})
-
-
 @budget.metered
 def bundle(files_type: str, targets: list[str], inputs: list[str], output: str, *, bundle_align: int = 1,
            compress: bool | str | None = None, compression_level: int | None = None,
@@ -305,50 +157,15 @@ def bundle(files_type: str, targets: list[str], inputs: list[str], output: str, 
     with contextlib.ExitStack() as stack:
         # Each input opened once (a FIFO cannot be opened twice); its descriptor serves kernel copies.
         sources = [stack.enter_context(open_input_file(p)) for p in inputs]
-        buffers = [s.view for s in sources]
-        kind = _handler_kind(files_type, buffers[host_index] if buffers else b"")
+        handler = create_file_handler(files_type, sources[host_index].view if sources else b"")
         if dry_run is not None:
-            if kind == "object":
-                dry_run.add_sections(ids, [os.fspath(p) for p in inputs], host_index, os.fspath(output))
+            handler.dry_run_bundle(dry_run, ids, [os.fspath(p) for p in inputs], host_index, os.fspath(output))
             return
-        if kind == "object":
-            entries = [BundleEntry(i, b"\0" if i.startswith("host-") else buf) for i, buf in zip(ids, buffers)]
-            _write(output, kind, files_type, entries, cfg, bundle_align, host_object=buffers[host_index])
-        else:
-            entries = [BundleEntry(i, buf) for i, buf in zip(ids, buffers)]
-            # Headers from sizes only; payloads copied file to file by the kernel, or read piecewise
-            # into the compressor (never mapped whole).
-            slices = {}
-            for source, e in zip(sources, entries):
-                if source.fd is not None and os.fstat(source.fd).st_size == memoryview(e.data).nbytes:
-                    slices[id(e.data)] = (source.fd, 0)
-            _write(output, kind, "bc" if kind == "binary" else files_type, entries, cfg, bundle_align,
-                   file_slices=slices)
-        del entries
-        buffers.clear()
+        handler.bundle(output, ids, sources, host_index, cfg, bundle_align)
         sources.clear()
 
 
 # --- reading ----------------------------------------------------------------------------------------
-
-
-def _read_any(buf, files_type: str | None, cfg: BundlerConfig, what: str = "input") -> Bundle:
-    data, info = _maybe_decompress(buf, cfg, what)
-    if files_type is None:
-        if identify(data) is FileKind.CLANG_BUNDLE:
-            kind, ftype = "binary", "bc"
-        else:
-            if is_object_file(data):
-                kind, ftype = "object", "o"
-            else:
-                ftype = text_bundle_type(data)
-                if ftype is None:
-                    raise BundleFormatError("not a clang offload bundle (no bundle magic, object or text markers)")
-                kind = "text"
-    else:
-        ftype = files_type
-        kind = _handler_kind(files_type, data)
-    return Bundle(kind, _read_entries(kind, data, ftype), info)
 
 
 @budget.metered
@@ -360,9 +177,14 @@ def read_bundle(source: str | os.PathLike | bytes | bytearray | memoryview, file
     memory-mapped file (or of the decompressed data), valid as long as the entries are referenced."""
     cfg = bundler_config(verbose=verbose, env=env)
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return _read_any(source, files_type, cfg)
+        return _read(source, files_type, cfg, "input")
     with open_input(source) as buf:
-        return _read_any(buf, files_type, cfg, os.fspath(source))
+        return _read(buf, files_type, cfg, os.fspath(source))
+
+
+def _read(buf, files_type: str | None, cfg: BundlerConfig, what: str) -> Bundle:
+    handler, data, compression = open_bundle(files_type, buf, cfg, what)
+    return Bundle(handler.kind, handler.read(data), compression)
 
 
 @budget.metered
@@ -371,27 +193,14 @@ def list_bundle_ids(files_type: str, input: str | os.PathLike, *, llvm_order: bo
     """The bundle entry IDs of a bundle: file order, or with `llvm_order=True` the order LLVM 19's
     `-list` prints (StringMap order for binary bundles, duplicates once)."""
     cfg = bundler_config(verbose=verbose, env=env)
-    _check_type(files_type)
+    check_type(files_type)
     with open_input(input) as buf:
-        dec = _open_compressed(buf, cfg, os.fspath(input))
+        # A compressed binary bundle: only its header is decompressed, the IDs are all -list needs.
         # Verbose runs decompress it all: they report the hash check, as LLVM does.
-        head = _compressed_binary_head(dec) if dec is not None and not cfg.verbose else None
-        if head is not None and _handler_kind(files_type, head) == "binary":
-            # Only the header is decompressed: the IDs are all -list needs.
-            from ..formats.bundle import read_binary_bundle_index
-
-            entries = [BundleEntry(i, b"", offset)
-                       for i, offset, _ in read_binary_bundle_index(head, dec.info.uncompressed_size)]
-            kind = "binary"
-        else:
-            data = buf
-            if dec is not None:
-                with _decompression_errors():
-                    data = memoryview(dec.read_all())
-            kind = _handler_kind(files_type, data)
-            entries = _read_entries(kind, data, files_type)
+        handler, data, _ = open_bundle(files_type, buf, cfg, os.fspath(input), stream=not cfg.verbose)
+        entries = handler.read(data)
         if llvm_order:
-            entries = _handler_order(kind, entries)
+            entries = handler.order(entries)
         return [e.bundle_entry_id for e in entries]
 
 
@@ -454,58 +263,27 @@ def unbundle(files_type: str, targets: list[str], input: str | os.PathLike, outp
                          hip_openmp_compatible=hip_openmp_compatible)
         return
     cfg = bundler_config(verbose=verbose, env=env)
-    _check_type(files_type)
+    check_type(files_type)
     # The StringMap worklist keeps one output per standardized target: the last given.
     last_output = {t: o for t, o in zip(ids, outputs)}
     unique_ids = list(dict.fromkeys(ids))
     with open_input_file(input) as source:
-        raw = source.view
-        dec = _open_compressed(raw, cfg, os.fspath(input))
-        head = _compressed_binary_head(dec) if dec is not None else None
-        if head is not None and _handler_kind(files_type, head) == "binary":
-            _unbundle_streaming(dec, head, unique_ids, last_output, allow_missing_bundles, hip_openmp_compatible,
-                                dry_run=dry_run)
-            return
-        data = raw
-        if dec is not None:
-            with _decompression_errors():
-                data = memoryview(dec.read_all())
-        kind = _handler_kind(files_type, data)
-        entries = _handler_order(kind, _read_entries(kind, data, files_type))
+        # A compressed binary bundle is decompressed piece by piece straight to the outputs.
+        handler, data, _ = open_bundle(files_type, source.view, cfg, os.fspath(input), stream=True)
+        entries = handler.order(handler.read(data))
         contents = _unbundle_plan(entries, unique_ids, last_output, allow_missing_bundles, hip_openmp_compatible)
         if dry_run is not None:
-            if kind == "object" and any(_is_host_entry(e) for e in contents.values()):
-                dry_run.remove_sections(os.fspath(input))
+            handler.dry_run_unbundle(dry_run, os.fspath(input), contents)
             return
-        # File offsets of payloads that are slices of the (uncompressed) input.
-        offsets = {id(e): e.offset for e in entries if isinstance(e.data, memoryview) and kind != "object"}
-        # Outputs named for duplicated targets but not kept by the worklist are not written (as LLVM);
-        # all outputs appear together or none does.
-        with output_transaction() as txn:
-            # Payloads still in the input file are copied by the kernel from their offsets.
-            src_fd = source.fd if data is raw else None
-            files = [(txn.open(path), entry) for path, entry in contents.items()]
-            for f, entry in files:
-                if entry is None:
-                    continue
-                payload, offset = (data, 0) if entry is _WHOLE_INPUT else (entry.data, offsets.get(id(entry)))
-                size = memoryview(payload).nbytes
-                if not size:
-                    continue
-                if src_fd is not None and offset is not None:
-                    _copy_file_range(src_fd, f, offset, size)
-                else:
-                    f.write(payload)
-        del data
-
-
-#: `_unbundle_plan`'s answer for the host output when no entry matched: the whole input.
-_WHOLE_INPUT = BundleEntry("", b"")
+        # Outputs named for duplicated targets but not kept by the worklist are not written (as LLVM).
+        # Payloads still in the input file are copied by the kernel from their offsets.
+        handler.unbundle(data, entries, contents, source.fd if data is source.view else None)
+        del data, entries, contents
 
 
 def _unbundle_plan(entries: list[BundleEntry], unique_ids: list[str], last_output: dict[str, str],
                    allow_missing_bundles: bool, hip_openmp_compatible: bool) -> dict[str, BundleEntry | None]:
-    """Output path -> the entry it receives (None: an empty file; `_WHOLE_INPUT`: the whole input),
+    """Output path -> the entry it receives (None: an empty file; `WHOLE_INPUT`: the whole input),
     with LLVM 19's errors for missing bundles."""
     from ..rules.bundle_id import parse_bundle_entry_id
 
@@ -516,7 +294,7 @@ def _unbundle_plan(entries: list[BundleEntry], unique_ids: list[str], last_outpu
     if len(missing) == len(unique_ids):
         # Nothing matched (only reachable with -allow-missing-bundles): host gets the whole input.
         for t in unique_ids:
-            contents[last_output[t]] = _WHOLE_INPUT if parse_bundle_entry_id(t).is_host else None
+            contents[last_output[t]] = WHOLE_INPUT if parse_bundle_entry_id(t).is_host else None
         return contents
     found_host = any(parse_bundle_entry_id(e.bundle_entry_id).is_host for e in assigned.values())
     host_requested = any(parse_bundle_entry_id(t).is_host for t in unique_ids)
@@ -525,44 +303,3 @@ def _unbundle_plan(entries: list[BundleEntry], unique_ids: list[str], last_outpu
     for n, t in enumerate(unique_ids):
         contents[last_output[t]] = assigned.get(n)
     return contents
-
-
-def _is_host_entry(entry) -> bool:
-    from ..rules.bundle_id import parse_bundle_entry_id
-
-    return entry is not None and entry is not _WHOLE_INPUT and parse_bundle_entry_id(entry.bundle_entry_id).is_host
-
-
-def _unbundle_streaming(dec, head: bytes, unique_ids: list[str], last_output: dict[str, str],
-                        allow_missing_bundles: bool, hip_openmp_compatible: bool, dry_run=None) -> None:
-    """Unbundle a compressed binary bundle in one pass: its header comes from a decompressed prefix,
-    then the payload is decompressed piece by piece (hashed alongside) and each piece's bytes go
-    straight to the outputs whose ranges it covers. No full-size buffer; the MD5 is checked after
-    the last piece, before any output is renamed into place."""
-    from ..formats.bundle import read_binary_bundle_index
-
-    total = dec.info.uncompressed_size
-    index = read_binary_bundle_index(head, total)
-    entries = [BundleEntry(i, b"", offset) for i, offset, _ in index]
-    sizes = {id(e): size for e, (_, _, size) in zip(entries, index)}
-    contents = _unbundle_plan(_handler_order("binary", entries), unique_ids, last_output, allow_missing_bundles,
-                              hip_openmp_compatible)
-    if dry_run is not None:
-        return  # no external command for a binary bundle; a dry run writes nothing
-    with output_transaction() as txn:
-        ranges = []
-        for path, entry in contents.items():
-            f = txn.open(path)
-            if entry is _WHOLE_INPUT:
-                ranges.append((f, 0, total))
-            elif entry is not None and sizes[id(entry)]:
-                ranges.append((f, entry.offset, entry.offset + sizes[id(entry)]))
-        pos = 0
-        with _decompression_errors():
-            for piece in dec.chunks():
-                end = pos + len(piece)
-                view = memoryview(piece)
-                for f, start, stop in ranges:
-                    if start < end and stop > pos:
-                        f.write(view[max(start, pos) - pos:min(stop, end) - pos])
-                pos = end

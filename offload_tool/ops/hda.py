@@ -36,7 +36,9 @@ from ..rules import llvm_path
 from ..formats.archive import read_archive, write_archive
 from ..errors import BundleError, CompressionError, UsageError
 from ..fileio import open_input, output_transaction, sanitize_name
-from ..formats.magic import CCOB_MAGIC, bundle_handler
+from ..formats.bundle import BINARY_MAGIC
+from ..formats.magic import CCOB_MAGIC
+from .bundler_handlers import BinaryFileHandler, create_file_handler
 
 __all__ = ["unbundle_archive", "archive_member_entries", "device_member_name"]
 
@@ -75,31 +77,15 @@ def _safe_member_name(name: str) -> str:
     return name
 
 
-# StringMap iteration order depends only on the sequence of keys: archives repeat the same few.
-_ORDER_CACHE: dict[tuple[str, ...], list[int]] = {}
-
-
-def _stringmap_order(entries: list) -> list:
-    from ..formats.bundle import BundleEntry, stringmap_entries
-
-    key = tuple(e.bundle_entry_id for e in entries)
-    order = _ORDER_CACHE.get(key)
-    if order is None:
-        probes = [BundleEntry(i, b"", n) for n, i in enumerate(key)]
-        order = [p.offset for p in stringmap_entries(probes)]
-        if len(_ORDER_CACHE) < 1024:
-            _ORDER_CACHE[key] = order
-    return [entries[n] for n in order]
+_BINARY = BinaryFileHandler()
 
 
 def _entries(data, *, decompress: bool, where: str) -> list:
     """Bundle entries of one member in the order LLVM's handler yields them."""
-    from ..formats.bundle import BINARY_MAGIC, read_binary_bundle
-
     head = bytes(data[:24])
     if head == BINARY_MAGIC:
         # The common member, a binary bundle: not an object file, so the binary handler reads it.
-        return _stringmap_order(read_binary_bundle(data))
+        return _BINARY.order(_BINARY.read(data))
     if decompress and head[:4] == CCOB_MAGIC:
         from ..formats.ccob import decompress as ccob_decompress
 
@@ -107,11 +93,8 @@ def _entries(data, *, decompress: bool, where: str) -> list:
             data = memoryview(ccob_decompress(data, what=f"compressed archive member {where}")[0])
         except CompressionError as exc:
             raise CompressionError(f"Failed to decompress code object: {exc} ({where})") from None
-    if bundle_handler("a", data) == "object":
-        from ..formats.objbundle import read_object_bundle
-
-        return read_object_bundle(data)
-    return _stringmap_order(read_binary_bundle(data))
+    handler = create_file_handler("a", data)
+    return handler.order(handler.read(data))
 
 
 def archive_member_entries(member_data, *, decompress: bool = True, where: str = "archive member") -> list:
@@ -121,17 +104,11 @@ def archive_member_entries(member_data, *, decompress: bool = True, where: str =
 
 def _check_archive(members, archive_path: str) -> None:
     """`CheckHeterogeneousArchive`: per member, the target-ID conflict rule on its entry IDs."""
-    from ..formats.bundle import read_binary_bundle
     from ..rules.bundle_id import archive_conflict
-    from ..formats.objbundle import object_bundle_ids
 
     for m in members:
         # Not decompressed: LLVM checks the member as stored.
-        if bundle_handler("a", m.data) == "object":
-            ids = object_bundle_ids(m.data)
-        else:
-            ids = [e.bundle_entry_id for e in read_binary_bundle(m.data)]
-        ids = sorted(set(ids))
+        ids = sorted(set(create_file_handler("a", m.data).ids(m.data)))
         conflict = archive_conflict(ids)
         if conflict:
             raise BundleError(f"conflicting TargetIDs [{conflict[0]}, {conflict[1]}] found in {m.name} of "

@@ -37,7 +37,7 @@ from ..formats import fatbin as _fatbin
 from ..formats import objbundle
 from ..errors import OffloadError
 from ..fileio import byte_view
-from ..formats.magic import TEXT_BUNDLE_COMMENTS, FileKind, identify, text_bundle_comment
+from ..formats.magic import FileKind, identify
 from ..formats.offload_binary import OffloadImage, objdump_image_kind_name, offload_kind_name
 from ..printable import printable
 
@@ -549,7 +549,7 @@ class _Entry:
 
 def _read_text_bundle(data):
     from ..formats import bundle
-    return bundle.read_text_bundle(data, TEXT_BUNDLE_COMMENTS[text_bundle_comment(data)])
+    return bundle.read_text_bundle(data, bundle.text_bundle_type(data))
 
 
 def with_file_name(exc: OffloadError, name: str) -> OffloadError:
