@@ -44,9 +44,7 @@ COMMANDS = {
     "OFFLOAD_DEVICECOM": f"{LAUNCH} $OFFLOAD_CLANG $_OFFLOAD_DEVICE_LANGFLAGS --offload-device-only "
                          "--offload-arch=$OFFLOAD_ARCH $_OFFLOAD_VENDORFLAGS -c -o $TARGET "
                          "$OFFLOAD_DEVICEFLAGS $_OFFLOAD_SRCFLAGS $_CCCOMCOM $SOURCE",
-    # nvcc: its own flags ($OFFLOAD_NVCCFLAGS); the host compiler's through -Xcompiler.
-    "OFFLOAD_NVCCCOM": f"{LAUNCH} $OFFLOAD_NVCC -c -o $TARGET $_OFFLOAD_NVCC_GENCODE $OFFLOAD_NVCCFLAGS "
-                       "$_OFFLOAD_NVCC_HOSTFLAGS $_CCCOMCOM $SOURCE",
+    # nvcc's one compile of a source: OFFLOAD_NVCCCOM, with nvcc's own commands (_nvcc).
     "OFFLOAD_HIPFBCOM": f"{PY} -m offload_tool.cli.bundler -type=o -bundle-align=4096 $_OFFLOAD_COMPRESSFLAG "
                         "-targets=$_OFFLOAD_HIPFB_TARGETS -input=/dev/null "
                         '$_OFFLOAD_INPUTFLAGS $_OFFLOAD_OUTPUTFLAG',
@@ -642,10 +640,11 @@ def _nvcc_object(env, senv, s, fat, archs, kw, pic):
     o = dict(kw, _OFFLOAD_NVCC_ARCHS=list(archs), _OFFLOAD_LANG="cuda")
     if pic:
         _pic_overrides(senv, o)
-    plan = _nvcc.plan_for(senv, o)
+    plan = _nvcc.plan_for(senv, o, [fat], [s])
     made = _nvcc.split_object(env, senv, s, fat, o, plan) if plan else env._OffloadNvccCompile(fat, s, **o)
     for n in made if not plan else ():
         n.attributes.offload_parts = {"host": n, "devices": {}, "package": None}
+    _nvcc.clean_leftovers(env, made, fat.dir, stem(fat) + ".")
     _nvcc.mark(made, senv, o, plan)
     _compdb.record(senv.Override(o), made, [s], "OFFLOAD_NVCCDBCOM")
     return made

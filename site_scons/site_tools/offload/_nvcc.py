@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 
 import SCons.Action
 import SCons.Scanner
+import SCons.Script
+import SCons.Subst
 import SCons.Tool
 
 from ._builders import builder, stem
@@ -56,6 +58,227 @@ COMSTRS = {
     "OFFLOAD_NVCCFATBINCOMSTR": "NVCC-FATBIN ${TARGET}",
     "OFFLOAD_NVCCHOSTCOMSTR": "NVCC-HOST ${TARGET}",
 }
+
+
+# --------------------------------------------------------------------------------------------
+# Words: what the shell gives a program, and how nvcc must be given them
+#
+# SCons hands each command line to the shell, so a compiler gets the words the shell makes of
+# it (`CPPDEFINES=[('VERSION', '\\"1.0\\"')]` reaches g++ as `-DVERSION="1.0"`). nvcc gets the
+# same words here, and they reach its steps unchanged: nvcc splits the value of a list option
+# (`-D`, `-U`, `-Xcompiler`) at commas and takes a backslash as an escape in it, and runs each
+# step as a shell line with a `-D` value and a file name inside double quotes (where `$` and
+# backquotes expand) and an `-Xcompiler` value bare. Its own `-I`/`-isystem`/`-include`
+# quoting holds (a comma, a quote in such a folder name it cannot pass: nvcc's limit).
+
+class _NotSimple(Exception):
+    """A shell line this module does not evaluate (a command substitution, an operator)."""
+
+
+_SPECIAL_PARAMS = set("@*#?-$!")
+_EXPANSION = re.compile(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*)|(\d))")
+
+
+def _expansion(line: str, i: int, variables: dict) -> tuple[str, int]:
+    """The value of the `$` expansion at `line[i]`, and where the line goes on."""
+    m = _EXPANSION.match(line, i)
+    if m:
+        name = m.group(1) or m.group(2)
+        return (variables.get(name, "") if name else ""), m.end()
+    nxt = line[i + 1:i + 2]
+    if nxt in ("(", "{") or nxt in _SPECIAL_PARAMS:
+        raise _NotSimple(f"'${nxt}'")
+    return "$", i + 1
+
+
+def sh_words(line: str, variables: dict, operators: bool = True) -> list[str]:
+    """The words a POSIX shell makes of the simple command `line` (quotes removed, `$NAME` and
+    `${NAME}` expanded from `variables`, split at blanks outside double quotes; no globbing), or
+    `_NotSimple` for what only a shell does (a command substitution, a special parameter; an
+    unquoted operator unless `operators` is False, which takes operators as plain characters)."""
+    words: list[str] = []
+    cur: list[str] | None = None          # the word being made (None: between words)
+    i, n = 0, len(line)
+    while i < n:
+        c = line[i]
+        if c in " \t\n":
+            if cur is not None:
+                words.append("".join(cur))
+                cur = None
+            i += 1
+        elif c == "$":
+            # Unquoted: the value split at blanks; an empty one makes no word.
+            value, i = _expansion(line, i, variables)
+            for k, piece in enumerate(re.split(r"[ \t\n]+", value) if value else []):
+                if k and cur is not None:
+                    words.append("".join(cur))
+                    cur = None
+                if piece:
+                    cur = (cur or []) + [piece]
+        elif c == "#" and cur is None:
+            break
+        elif c == "`":
+            raise _NotSimple("a command substitution")
+        elif operators and c in ";&|<>()":
+            raise _NotSimple(f"the operator '{c}'")
+        else:
+            cur = [] if cur is None else cur
+            if c == "\\":
+                if line[i + 1:i + 2] not in ("", "\n"):
+                    cur.append(line[i + 1])
+                i += 2
+            elif c == "'":
+                j = line.find("'", i + 1)
+                if j < 0:
+                    raise _NotSimple("an unterminated quote")
+                cur.append(line[i + 1:j])
+                i = j + 1
+            elif c == '"':
+                i = _double_quoted(line, i + 1, variables, cur)
+            else:
+                cur.append(c)
+                i += 1
+    if cur is not None:
+        words.append("".join(cur))
+    return words
+
+
+def _double_quoted(line: str, i: int, variables: dict, cur: list[str]) -> int:
+    """Read the double-quoted text from `line[i]` (after the quote) into `cur`; where it ends."""
+    n = len(line)
+    while i < n:
+        c = line[i]
+        if c == '"':
+            return i + 1
+        if c == "\\" and line[i + 1:i + 2] in ("$", "`", '"', "\\", "\n"):
+            if line[i + 1] != "\n":
+                cur.append(line[i + 1])
+            i += 2
+        elif c == "`":
+            raise _NotSimple("a command substitution")
+        elif c == "$":
+            value, i = _expansion(line, i, variables)
+            cur.append(value)
+        else:
+            cur.append(c)
+            i += 1
+    raise _NotSimple("an unterminated quote")
+
+
+_words: dict = {}
+
+
+def shell_words(env, template: str, target=None, source=None, for_signature: bool = False) -> list[str]:
+    """The words a program gets when SCons runs `template` (substituted for `target`/`source`):
+    SCons's own escaping of each word, then the shell's reading of the line, with the build's
+    `ENV`. A line that needs a shell (a command substitution) is read by one, except for a
+    signature, which takes it as SCons wrote it."""
+    from . import _toolchain
+    mode = SCons.Subst.SUBST_SIG if for_signature else SCons.Subst.SUBST_CMD
+    lines = env.subst_list(template, mode, target=target, source=source)
+    line = " ".join(" ".join(map(str, SCons.Subst.escape_list(words, env["ESCAPE"]))) for words in lines)
+    if not any(c in line for c in "$`\\'\""):
+        return line.split()
+    penv = _toolchain.build_env(env) if "$" in line else {}
+    key = (line, for_signature, tuple(sorted(penv.items())))
+    if key not in _words:
+        try:
+            _words[key] = sh_words(line, penv, operators=False)
+        except _NotSimple:
+            if for_signature:
+                _words[key] = line.split()
+            else:
+                run = subprocess.run(["/bin/sh", "-c", 'printf "%s\\0" ' + line], capture_output=True,
+                                     env=_toolchain.build_env(env), timeout=60)
+                _words[key] = run.stdout.decode("utf-8", "surrogateescape").split("\0")[:-1]
+    return list(_words[key])
+
+
+def _in_quotes(v: str) -> str:
+    """`v` written so that a shell's double quotes give it back."""
+    return v.replace("\\", "\\\\").replace("$", "\\$").replace("`", "\\`")
+
+
+def _list_value(v: str) -> str:
+    """`v` as one value of an nvcc option that takes a comma-separated list."""
+    return v.replace("\\", "\\\\").replace(",", "\\,").replace('"', '\\"')
+
+
+def nvcc_file(path: str) -> str:
+    """A file name as nvcc takes it (it puts it in double quotes on its steps' lines)."""
+    return _in_quotes(path)
+
+
+def nvcc_host_flag(flag: str) -> str:
+    """A host compiler flag as nvcc takes it: `-Xcompiler=<flag>`, the flag one value of the list
+    and quoted for the shell line nvcc puts it on bare (`-Wl,-rpath,x`, `-DNAME="a b"`)."""
+    return "-Xcompiler=" + _list_value(shlex.quote(flag))
+
+
+_MACRO = re.compile(r"(-D|-U|--define-macro=|--undefine-macro=)(.*)", re.S)
+
+
+def nvcc_preprocessor_words(words: list[str]) -> list[str]:
+    """Preprocessor options (`$_CCCOMCOM`'s) as nvcc takes them: a macro's definition one value
+    of `-D`'s list, written for the double quotes nvcc puts it in; the others as they are."""
+    out = []
+    value_next = False
+    for w in words:
+        if value_next:
+            out.append(_list_value(_in_quotes(w)))
+            value_next = False
+        elif w in ("-D", "-U", "--define-macro", "--undefine-macro"):
+            out.append(w)
+            value_next = True
+        else:
+            m = _MACRO.fullmatch(w)
+            out.append(m.group(1) + _list_value(_in_quotes(m.group(2))) if m else w)
+    return out
+
+
+_SHELL_SPECIAL = set(" \t\n\"'\\$`;&|<>()*?[]{}~#!")
+
+
+def command_words(words) -> list:
+    """Words for a callable construction variable to put on a command line so that the shell
+    gives them back as they are: a word without a blank quoted here (SCons leaves it alone), one
+    with a blank as a `Literal` (SCons quotes it: a backquote in such a word is the one thing
+    that does not come through)."""
+    out = []
+    for w in words:
+        if not _SHELL_SPECIAL.intersection(w):
+            out.append(w)
+        elif any(c in w for c in " \t\n"):
+            out.append(SCons.Subst.Literal(w))
+        else:
+            out.append(SCons.Subst.CmdStringHolder(shlex.quote(w)))
+    return out
+
+
+def _cpp_flags(target, source, env, for_signature):
+    """`$_OFFLOAD_NVCC_CPPFLAGS`: `$_CCCOMCOM` (`$CPPFLAGS`, `CPPDEFINES`, `CPPPATH`) as nvcc takes it."""
+    return command_words(nvcc_preprocessor_words(shell_words(env, "$_CCCOMCOM", target, source, for_signature)))
+
+
+def _target_file(target, source, env, for_signature):
+    """`$_OFFLOAD_NVCC_TARGET`: `$TARGET` as nvcc takes a file name."""
+    return command_words([nvcc_file(str(target[0]))])
+
+
+def _source_files(target, source, env, for_signature):
+    """`$_OFFLOAD_NVCC_SOURCES`: `$SOURCES` as nvcc takes file names."""
+    return command_words(nvcc_file(str(n)) for n in source)
+
+
+COMMANDS.update({
+    # The one-action compile (split off, no plan, a launcher, a wrapper as OFFLOAD_NVCC): its own
+    # flags ($OFFLOAD_NVCCFLAGS), the host compiler's through -Xcompiler.
+    "OFFLOAD_NVCCCOM": "$( $_OFFLOAD_LAUNCH $) $OFFLOAD_NVCC -c -o $_OFFLOAD_NVCC_TARGET $_OFFLOAD_NVCC_GENCODE "
+                       "$OFFLOAD_NVCCFLAGS $_OFFLOAD_NVCC_HOSTFLAGS $_OFFLOAD_NVCC_CPPFLAGS $_OFFLOAD_NVCC_SOURCES",
+    "_OFFLOAD_NVCC_CPPFLAGS": _cpp_flags,
+    "_OFFLOAD_NVCC_TARGET": _target_file,
+    "_OFFLOAD_NVCC_SOURCES": _source_files,
+})
 
 
 # --------------------------------------------------------------------------------------------
@@ -197,42 +420,125 @@ def split_wanted(env) -> bool:
     return bool(env.get("OFFLOAD_NVCC_SPLIT", True)) and not env.subst("$OFFLOAD_LAUNCHER").strip()
 
 
-def plan_for(env, o: dict) -> Plan | None:
-    """nvcc's plan for a compile with overrides `o` (memoized per command line), or None with a
-    one-line note when it cannot be split; None, silently, when the split is not wanted
-    (`split_wanted`)."""
+def plan_for(env, o: dict, target=None, source=None) -> Plan | None:
+    """nvcc's plan for the compile of `source` into `target` with overrides `o` (memoized per
+    command line), or None with a one-line note when it cannot be split; None, silently, when
+    the split is not wanted (`split_wanted`)."""
     return dryrun(env, o, "$OFFLOAD_NVCC --dryrun -c -o " + _PLAN_OUT + " $_OFFLOAD_NVCC_GENCODE $OFFLOAD_NVCCFLAGS "
-                  "$_OFFLOAD_NVCC_HOSTFLAGS $_CCCOMCOM " + _PLAN_SRC, parse, "nvcc's plan is not split per arch",
-                  "one nvcc -c per source instead")
+                  "$_OFFLOAD_NVCC_HOSTFLAGS $_OFFLOAD_NVCC_CPPFLAGS " + _PLAN_SRC, parse,
+                  "nvcc's plan is not split per arch", "one nvcc -c per source instead", target, source)
 
 
-def dryrun(env, o: dict, template: str, parser, what: str, instead: str):
-    """`parser` of the `--dryrun` output of `template` (substituted with overrides `o`), memoized
-    per command line; None when the split is not wanted, or with a one-line note (`what` (why):
-    `instead`) when nvcc fails or `parser` does not recognise the plan's shape."""
+class from_top:
+    """While SConscripts are read, a node's name is relative to the SConscript being read; within
+    this, relative to the top directory, where SCons runs commands (as when it substitutes them).
+    `targets` get the SConscript's folder as theirs first, as a builder gives its targets: SCons
+    finds `CPPPATH`'s folders from there (`TARGET.RDirs`)."""
+
+    def __init__(self, env, targets=()):
+        self.fs, self.targets = env.fs, targets or ()
+
+    def __enter__(self):
+        self.cwd = self.fs.getcwd()
+        for t in self.targets:
+            if getattr(t, "cwd", None) is None:
+                t.cwd = self.cwd
+        self.fs.chdir(self.fs.Top, change_os_dir=False)
+        return self
+
+    def __exit__(self, *exc):
+        self.fs.chdir(self.cwd, change_os_dir=False)
+
+
+def dryrun(env, o: dict, template: str, parser, what: str, instead: str, target=None, source=None):
+    """`parser` of the `--dryrun` output of `template` (substituted with overrides `o` for
+    `target` and `source`, every variable as SCons expands it for their command, and run with the
+    words the shell would give nvcc), memoized per command line; None when the split is not
+    wanted, or with a one-line note (`what` (why): `instead`) when nvcc fails or `parser` does not
+    recognise the plan's shape, or once per build when `$OFFLOAD_NVCC` is not nvcc itself
+    (`_not_nvcc`)."""
     if not split_wanted(env):
         return None
-    cmd = env.Override(dict(o, _OFFLOAD_LAUNCH="")).subst(template)
-    if cmd not in _plans:
+    from . import _toolchain
+    oenv = env.Override(dict(o, _OFFLOAD_LAUNCH=""))
+    with from_top(env, target):
+        argv = shell_words(oenv, template, target, source)
+    penv = _toolchain.build_env(env)
+    key = "\0".join(argv + [penv.get("PATH", "")])
+    if key not in _plans:
         why = None
         try:
-            run = subprocess.run(shlex.split(cmd), capture_output=True, text=True, timeout=60,
-                                 cwd=env.Dir("#").get_abspath(), env=dict(os.environ, **env["ENV"]))
-            _plans[cmd] = parser(run.stdout + run.stderr) if run.returncode == 0 else None
+            run = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=env.Dir("#").get_abspath(),
+                                 env=penv)
+            _plans[key] = parser(run.stdout + run.stderr) if run.returncode == 0 else None
             if run.returncode:
                 why = "nvcc --dryrun failed"
+            elif _not_nvcc(env, argv[0], _plans[key].env):
+                _plans[key] = None
         except (OSError, subprocess.SubprocessError, ValueError) as exc:
-            _plans[cmd], why = None, f"nvcc --dryrun did not run ({exc})"
+            _plans[key], why = None, f"nvcc --dryrun did not run ({exc})"
         except _Shape as exc:
-            _plans[cmd], why = None, str(exc)
-        if why and cmd not in _noted:
-            _noted.add(cmd)
+            _plans[key], why = None, str(exc)
+        if why and key not in _noted:
+            _noted.add(key)
             sys.stderr.write(f"offload: note: {what} ({why}): {instead}\n")
-    return _plans[cmd]
+    return _plans[key]
+
+
+def _not_nvcc(env, program: str, plan_env: dict[str, str]) -> bool:
+    """Whether `program` (the first word of `$OFFLOAD_NVCC`) is something else than the nvcc whose
+    plan it gave (a site script, a logging shim): nvcc's split steps run its programs from its own
+    folder and would go around it, so it takes whole compiles and device links; noted once per
+    build. nvcc says where it is (`_HERE_` in its plan); a link to it is it, and so is a script
+    that does nothing but `exec` it with its own arguments (as some installs put on PATH)."""
+    from . import _toolchain
+    here = plan_env.get("_HERE_")
+    if not here:
+        raise _Shape("the plan does not say where nvcc is (_HERE_)")
+    path = _toolchain.resolve(env, program)
+    nvcc = os.path.join(here, "nvcc")
+    if path and (_same_file(path, nvcc) or _only_execs(path, nvcc)):
+        return False
+    if ("wrapper", program) not in _noted:
+        _noted.add(("wrapper", program))
+        sys.stderr.write(f"offload: note: OFFLOAD_NVCC '{program}' is not nvcc itself ({nvcc}), whose split steps "
+                         "would go around it: one nvcc -c per source (and one nvcc -dlink per device link) through "
+                         "it instead\n")
+    return True
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+_SHELL_LINE = re.compile(r"#!\s*(?:\S*/)?(?:env\s+)?(?:ba|da|k|z)?sh\s*")
+
+
+def _only_execs(path: str, nvcc: str) -> bool:
+    """Whether `path` is a shell script whose one command is `exec <nvcc> "$@"`."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read(4097).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    lines = text.splitlines()
+    if len(text) > 4096 or not lines or not _SHELL_LINE.fullmatch(lines[0]):
+        return False
+    commands = [ln.strip() for ln in lines[1:] if ln.strip() and not ln.strip().startswith("#")]
+    try:
+        words = shlex.split(commands[0]) if len(commands) == 1 else []
+    except ValueError:
+        return False
+    return len(words) == 3 and words[0] == "exec" and words[2] == "$@" and os.path.isabs(words[1]) \
+        and _same_file(words[1], nvcc)
 
 
 def plan_lines(text: str):
-    """The `#$ ` lines of a `--dryrun`: (the variables it sets, the argv of each command but `rm`)."""
+    """The `#$ ` lines of a `--dryrun`: (the variables it sets, the argv of each command but `rm`),
+    each line read as the shell nvcc runs it with reads it."""
     env: dict[str, str] = {}
     argvs = []
     for line in text.splitlines():
@@ -240,15 +546,18 @@ def plan_lines(text: str):
             continue
         raw = line[3:].strip()
         m = re.match(r"([A-Za-z_]\w*)=(.*)$", raw)
-        if m and " " not in raw.split("=", 1)[0]:
-            value = m.group(2).strip()
-            if value.startswith('"') and value.endswith('"') and value.count('"') == 2:
-                value = value[1:-1]
-            env[m.group(1)] = value
+        if m:
+            try:
+                value = sh_words(m.group(2), env)
+            except _NotSimple:
+                value = None
+            env[m.group(1)] = value[0] if value and len(value) == 1 else "" if value == [] else m.group(2).strip()
             continue
-        argv = shlex.split(raw)
-        argv[0] = argv[0].replace("$CICC_PATH", env.get("CICC_PATH", "$CICC_PATH"))
-        if os.path.basename(argv[0]) != "rm":
+        try:
+            argv = sh_words(raw, env)
+        except _NotSimple as exc:
+            raise _Shape(f"a step that is not a simple command ({exc})") from None
+        if argv and os.path.basename(argv[0]) != "rm":
             argvs.append(argv)
     return env, argvs
 
@@ -396,7 +705,7 @@ def step_arch(env) -> str | None:
 
 
 def _step_signature(cmd: str, nvcc_id: str) -> str:
-    return re.sub(r"\$\(.*?\$\)", "", cmd) + "\0" + nvcc_id
+    return re.sub(r"(?<!\$)\$\( \S+ \$\)", "", cmd) + "\0" + nvcc_id
 
 
 def builders() -> dict:
@@ -421,31 +730,36 @@ PSEUDO_BUILDERS: list = []
 # --------------------------------------------------------------------------------------------
 # The graph
 
-def _command(step: Step, files: dict[str, str]) -> str:
-    """The step's command line for SCons: nvcc's temporaries replaced by `${TARGETS[i]}` /
-    `${SOURCES[i]}` (or a file's base name where nvcc gives one for an `#include`), the plan's
-    source by the node's (`--orig_src_path_name` by its real path, as nvcc writes it), `$`
-    escaped."""
-    parts = []
-    prev = ""
-    for a in step.argv:
-        raw = a
-        if a in files:
-            a = files[a]
-        elif a == _PLAN_SRC:
-            a = "$_OFFLOAD_NVCC_SRCABS" if prev == "--orig_src_path_name" else "$_OFFLOAD_NVCC_SRC"
-        elif a == _PLAN_OUT:
-            a = "${TARGETS[0]}"
+def _command(step: Step, files: dict, src: str = "", srcabs: str = "") -> str:
+    """The step's command line for SCons: nvcc's temporaries replaced by the nodes' files
+    (`files`: a temporary, or its base name where nvcc gives one for an `#include`, -> a file
+    name, or a list of names for an argument that stands for several; in part of an argument
+    too), the plan's source by `src` (`--orig_src_path_name` by `srcabs`, as nvcc writes it);
+    each argument quoted for the shell, with `$` escaped for SCons, so that the step gets the
+    words nvcc would give it whatever the file names hold."""
+    parts, prev = [], ""
+    partial = sorted((k for k, v in files.items() if isinstance(v, str) and k not in (_PLAN_SRC, _PLAN_OUT)),
+                     key=len, reverse=True)
+    for raw in step.argv:
+        a = raw
+        if a == _PLAN_SRC and src:
+            parts.append(_word(srcabs if prev == "--orig_src_path_name" and srcabs else src))
+        elif a in files:
+            v = files[a]
+            parts.extend(_word(x) for x in ([v] if isinstance(v, str) else v))
         elif a.startswith(_ARCH_LIST_DEF):
-            a = f"$( {shlex.quote(a)} $)"     # in the signature only where used (see `_arch_list_use`)
+            parts.append(f"$( {_word(a)} $)")     # in the signature only where used (see `_arch_list_use`)
         else:
-            a = a.replace("$", "$$")
-            for tmp, name in files.items():
-                a = a.replace(tmp, name)
-            a = shlex.quote(a) if "$" not in a.replace("$$", "") else a
-        parts.append(a)
+            for tmp in partial:
+                a = a.replace(tmp, files[tmp])
+            parts.append(_word(a))
         prev = raw
     return " ".join(parts)
+
+
+def _word(arg: str) -> str:
+    """One argument on a step's command line: quoted for the shell, `$` escaped for SCons."""
+    return shlex.quote(arg).replace("$", "$$")
 
 
 # --------------------------------------------------------------------------------------------
@@ -493,7 +807,7 @@ def _record_arch_list_use(target, source, env):
     """Second half of a preprocess action: the list it used, or an empty record (the last
     target). The front end's preprocessed text is its own temporary: removed once read."""
     cmd = env.subst("$_OFFLOAD_NVCC_STEP", target=target, source=source)
-    ii = env.subst("$_OFFLOAD_NVCC_II", target=target, source=source)
+    ii = env["_OFFLOAD_NVCC_II"]          # a path (not substituted: it may hold a `$`)
     try:
         used = _arch_list_use(ii, cmd)
     finally:
@@ -565,11 +879,22 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
     would include there), so adding an arch does not change the front end's command."""
     step_env = step_environment(senv, plan.env)
     # Paths relative to the top directory, where SCons runs commands (a node's plain `get_path()`
-    # is relative to the SConscript being read). The source is read as it is in the source tree
-    # (a variant directory with `duplicate=0` has no copy of it), as SCons's `$SOURCE` gives it.
+    # is relative to the SConscript being read), written into the commands (quoted: any file
+    # name). The source is read as it is in the source tree (a variant directory with
+    # `duplicate=0` has no copy of it), as SCons's `$SOURCE` gives it.
     top = env.Dir("#")
-    base = dict(o, ENV=step_env, _OFFLOAD_NVCC_SRC=s.srcnode().get_path(top),
-                _OFFLOAD_NVCC_SRCABS=s.srcnode().get_abspath())
+    src, srcabs = s.srcnode().get_path(top), s.srcnode().get_abspath()
+
+    folder = fat.dir.get_path(top)
+    folder = "" if folder == "." else folder + os.sep
+
+    def path(suffix: str) -> str:
+        return folder + stem(fat) + suffix
+
+    def command(st: Step, files: dict) -> str:
+        return _command(st, files, src, srcabs)
+
+    base = dict(o, ENV=step_env, _OFFLOAD_NVCC_SRC=src.replace("$", "$$"))
     nvcc_id = senv.subst("$_OFFLOAD_NVCC_ID")
 
     def step(b, sources, cmd: str, **kw):
@@ -584,13 +909,14 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
     fatbin_c_name = f"{stem(fat)}.fatbin.c"
     arch_list = next((a[len(_ARCH_LIST_DEF):] for a in host_pp.argv if a.startswith(_ARCH_LIST_DEF)), "")
     base["_OFFLOAD_NVCC_ARCHLIST"] = arch_list
-    ii = shlex.quote(os.path.join(fat.dir.get_path(top), stem(fat) + ".cpp4.ii"))
+    ii = path(".cpp4.ii")
     fe_files = {fe_step.argv[-1]: ii,
-                _opt(fe_step.argv, "--gen_c_file_name"): "${TARGETS[0]}",
-                _opt(fe_step.argv, "--module_id_file_name"): "${TARGETS[1]}",
+                _opt(fe_step.argv, "--gen_c_file_name"): path(".cudafe1.cpp"),
+                _opt(fe_step.argv, "--module_id_file_name"): path(".module_id"),
                 os.path.basename(fe_step.stub): f"{stem(fat)}.cudafe1.stub.c"}
-    cmd = _command(host_pp, {_out(host_pp): ii}) + " && " + _command(fe_step, fe_files)
-    fe = step(env._OffloadNvccFrontEnd, s, cmd, _OFFLOAD_NVCC_II=ii, _OFFLOAD_NVCC_II_TEMP=True)
+    cmd = command(host_pp, {_out(host_pp): ii}) + " && " + command(fe_step, fe_files)
+    fe = step(env._OffloadNvccFrontEnd, s, cmd, _OFFLOAD_NVCC_II=os.path.join(top.get_abspath(), ii),
+              _OFFLOAD_NVCC_II_TEMP=True)
     _rerun_if_list_used(env, fe, arch_list)
     _intermediates(fe)
     node_of.update({"cudafe1.cpp": fe[0], "module_id": fe[1]})
@@ -599,27 +925,28 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
     devices = {}
     for st in plan.steps:
         if st.kind == "pp":
-            cmd = _command(st, {_out(st): "${TARGETS[0]}"})
-            pp = step(env._OffloadNvccPreprocess, s, cmd, _OFFLOAD_NVCC_VARCH=st.virtual, _OFFLOAD_NVCC_II="${TARGETS[0]}")
+            v = st.virtual
+            pp = step(env._OffloadNvccPreprocess, s, command(st, {_out(st): path(f".{v}.cpp1.ii")}),
+                      _OFFLOAD_NVCC_VARCH=v, _OFFLOAD_NVCC_II=os.path.join(top.get_abspath(), path(f".{v}.cpp1.ii")))
             _rerun_if_list_used(env, pp, arch_list)
             _intermediates(pp)
-            node_of[f"ii.{st.virtual}"] = pp[0]
+            node_of[f"ii.{v}"] = pp[0]
         elif st.kind == "cicc":
             v = st.virtual
-            files = {st.argv[st.argv.index("-o") - 1]: "${SOURCES[0]}",
-                     _opt(st.argv, "--module_id_file_name"): "${SOURCES[1]}",
-                     _out(st): "${TARGETS[0]}",
-                     _opt(st.argv, "--gen_c_file_name"): "${TARGETS[0]}.cudafe1.c",
-                     _opt(st.argv, "--stub_file_name"): "${TARGETS[1]}",
-                     _opt(st.argv, "--gen_device_file_name"): "${TARGETS[0]}.cudafe1.gpu",
+            ptx = path(f".{v}.ptx")
+            files = {st.argv[st.argv.index("-o") - 1]: path(f".{v}.cpp1.ii"),
+                     _opt(st.argv, "--module_id_file_name"): path(".module_id"),
+                     _out(st): ptx,
+                     _opt(st.argv, "--gen_c_file_name"): ptx + ".cudafe1.c",
+                     _opt(st.argv, "--stub_file_name"): path(f".{v}.cudafe1.stub.c"),
+                     _opt(st.argv, "--gen_device_file_name"): ptx + ".cudafe1.gpu",
                      os.path.basename(st.fatbin_c): fatbin_c_name}
             # cicc's own C and device files are read by no later step: removed, as nvcc does.
-            cmds = [_command(st, files), "rm -f ${TARGETS[0]}.cudafe1.c ${TARGETS[0]}.cudafe1.gpu"]
+            cmds = [command(st, files), f"rm -f {_word(ptx + '.cudafe1.c')} {_word(ptx + '.cudafe1.gpu')}"]
             ptxas = [p for p in plan.steps if p.kind == "ptxas" and p.virtual == v]
-            for i, p in enumerate(ptxas):
-                cmds.append(_command(p, {_out(st): "${TARGETS[0]}", _out(p): f"${{TARGETS[{2 + i}]}}"}))
-            cmds.extend(_command(p, {_out(st): "${TARGETS[0]}"}) for p in plan.steps
-                        if p.kind == "ptxas_check" and p.virtual == v)
+            for p in ptxas:
+                cmds.append(command(p, {_out(st): ptx, _out(p): path(_cubin_name(v, p.real))}))
+            cmds.extend(command(p, {_out(st): ptx}) for p in plan.steps if p.kind == "ptxas_check" and p.virtual == v)
             made = step(env._OffloadNvccDevice, [node_of[f"ii.{v}"], node_of["module_id"]], " && ".join(cmds),
                         _OFFLOAD_NVCC_VARCH=v, _OFFLOAD_NVCC_RARCHS=[p.real for p in ptxas])
             _intermediates(made)
@@ -633,23 +960,49 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
         if a.startswith("--image3="):
             tmp = a.split("file=", 1)[1]
             role = _role_of(plan, tmp)
-            files[tmp] = f"${{SOURCES[{len(images)}]}}"
+            files[tmp] = node_of[role].get_path(top)
             images.append(node_of[role])
             if role.startswith("ptx."):
                 devices.setdefault(role.split(".", 1)[1], node_of[role])
     emb = next(a.split("=", 1)[1] for a in fatbin_step.argv if a.startswith("--embedded-fatbin="))
-    files[emb] = "${TARGETS[0]}"
-    fatbin = step(env._OffloadNvccFatbinary, images, _command(fatbin_step, files))
+    files[emb] = path(".fatbin.c")
+    fatbin = step(env._OffloadNvccFatbinary, images, command(fatbin_step, files))
     _intermediates(fatbin)
 
     # Host compile: the stub nvcc would include copied to the name cudafe++ wrote into the
     # .cudafe1.cpp, then nvcc's host compile of it (the stub includes the .fatbin.c).
-    hfiles = {host_step.argv[host_step.argv.index("-o") - 1]: "${SOURCES[0]}"}
-    cmd = "cp -f ${SOURCES[1]} ${TARGETS[1]} && " + _command(host_step, hfiles)
+    hfiles = {host_step.argv[host_step.argv.index("-o") - 1]: path(".cudafe1.cpp"), _PLAN_OUT: fat.get_path(top)}
+    stub = path(f".{plan.host_stub_arch}.cudafe1.stub.c")
+    cmd = f"cp -f {_word(stub)} {_word(path('.cudafe1.stub.c'))} && " + command(host_step, hfiles)
     made = step(env._OffloadNvccHost, [node_of["cudafe1.cpp"], node_of[f"stub.{plan.host_stub_arch}"], fatbin[0]], cmd)
     obj = made[0]
     obj.attributes.offload_parts = {"host": obj, "devices": devices, "package": fatbin[0]}
     return [obj]
+
+
+# --------------------------------------------------------------------------------------------
+# `scons -c`: the files of nvcc's steps that are no targets now
+
+#: What nvcc's split steps write beside an object `<stem>.o` (the per-arch files for any arch).
+_STEP_FILES = re.compile(r"(?:sm|compute)_\d+[a-z]?\.(?:(?:sm|compute)_\d+[a-z]?\.)?"
+                         r"(?:cpp1\.ii|archlist|ptx|cudafe1\.stub\.c|ptx\.cudafe1\.c|ptx\.cudafe1\.gpu|cubin)|"
+                         r"cudafe1\.cpp|cudafe1\.stub\.c|module_id|cpp4\.archlist|cpp4\.ii|fatbin\.c")
+
+
+def clean_leftovers(env, owners, folder, prefix: str, names=_STEP_FILES) -> None:
+    """Under `scons -c`, also remove the files nvcc's steps wrote that are not targets of this
+    build (`<prefix><name>` with `names` matching `<name>`): those of an arch no longer
+    configured (`x.compute_89.ptx`, `x.sm_89.cubin`, ...), and all of them when the source is
+    no longer split (`OFFLOAD_NVCC_SPLIT=False`, a wrapper)."""
+    if not SCons.Script.GetOption("clean"):
+        return
+    try:
+        found = os.listdir(folder.get_abspath())
+    except OSError:
+        return
+    for name in found:
+        if name.startswith(prefix) and names.fullmatch(name[len(prefix):]):
+            env.Clean(owners, folder.File(name))
 
 
 def _role_of(plan: Plan, tmp: str) -> str:

@@ -29,7 +29,7 @@ import SCons.Action
 
 from . import _archs, _nvcc
 from ._builders import builder, settings
-from ._nvcc import Step, _Shape, _command, _is_host_cc, _intermediates, _StepAction, _step_signature
+from ._nvcc import Step, _Shape, _command, _is_host_cc, _intermediates, _StepAction, _step_signature, _word
 
 _OUT = "offload_nvcc_plan_dlink.o"
 _INS = ("offload_nvcc_plan_in1.o", "offload_nvcc_plan_in2.o")   # two, to see where a step puts its inputs
@@ -38,8 +38,8 @@ _TMP = re.compile(r"(?:/[^\s\"]*/)?tmpxft_[0-9a-f]+_[0-9a-f]+-\d+_offload_nvcc_p
 COMMANDS = {
     "_OFFLOAD_NVCCDLINKSTEPCOM": "$_OFFLOAD_NVCC_STEP",
     # The one-action device link (no plan, or split off).
-    "OFFLOAD_NVCCDLINKCOM": "$OFFLOAD_NVCC -dlink -o $TARGET $_OFFLOAD_NVCC_GENCODE $_OFFLOAD_NVCC_DLINKFLAGS "
-                            "$_OFFLOAD_NVCC_HOSTFLAGS $SOURCES",
+    "OFFLOAD_NVCCDLINKCOM": "$OFFLOAD_NVCC -dlink -o $_OFFLOAD_NVCC_TARGET $_OFFLOAD_NVCC_GENCODE "
+                            "$_OFFLOAD_NVCC_DLINKFLAGS $_OFFLOAD_NVCC_HOSTFLAGS $_OFFLOAD_NVCC_SOURCES",
 }
 
 COMSTRS = {
@@ -51,11 +51,14 @@ COMSTRS = {
 def _dlink_flags(target, source, env, for_signature) -> str:
     """`$OFFLOAD_NVCCFLAGS` as `nvcc -dlink` takes them: without the compile-mode options (`-c`,
     `-dc`, which nvcc refuses next to `-dlink`)."""
-    return " ".join(f for f in env.subst("$OFFLOAD_NVCCFLAGS", target=target, source=source).split()
-                    if f not in ("-c", "--compile", "-dc", "--device-c"))
+    flags = _nvcc.shell_words(env, "$OFFLOAD_NVCCFLAGS", target, source, for_signature)
+    return _nvcc.command_words(f for f in flags if f not in ("-c", "--compile", "-dc", "--device-c"))
 
 
 COMMANDS["_OFFLOAD_NVCC_DLINKFLAGS"] = _dlink_flags
+
+#: What the split device link writes beside `<program>.dlink.o` (`<program>.<name>`; any arch).
+_STEP_FILES = re.compile(r"(?:sm|compute)_\d+[a-z]?\.dlink\.(?:cubin|reg\.c)|dlink\.fatbin\.c|dlink\.fatbin")
 
 
 # --------------------------------------------------------------------------------------------
@@ -103,10 +106,10 @@ def parse(text: str) -> LinkPlan:
     return LinkPlan(env=env, nvlinks=nvlinks, fatbin=fatbins[0], host=hosts[0])
 
 
-def plan_for(env, o: dict) -> LinkPlan | None:
+def plan_for(env, o: dict, target=None, source=None) -> LinkPlan | None:
     return _nvcc.dryrun(env, o, "$OFFLOAD_NVCC --dryrun -dlink -o " + _OUT + " $_OFFLOAD_NVCC_GENCODE "
                         "$_OFFLOAD_NVCC_DLINKFLAGS $_OFFLOAD_NVCC_HOSTFLAGS " + " ".join(_INS), parse,
-                        "nvcc's device link is not split per arch", "one nvcc -dlink instead")
+                        "nvcc's device link is not split per arch", "one nvcc -dlink instead", target, source)
 
 
 # --------------------------------------------------------------------------------------------
@@ -165,13 +168,19 @@ def device_link(env, target, objs, kw, pic=False) -> list:
         _pic_overrides(senv, o)
     d, name = target.dir, target.name
     out = d.File(name + ".dlink.o")
-    plan = plan_for(senv, o)
+    plan = plan_for(senv, o, [out], inputs)
     out.attributes.offload_lang = "cuda"   # a CUDA link's input (its runtime, no OpenMP's)
+    _nvcc.clean_leftovers(env, [out], d, name + ".", _STEP_FILES)
     if plan is None:
         return list(env._OffloadNvccDlink(out, inputs, **o))
     step_env = _nvcc.step_environment(senv, plan.env)
     nvcc_id = senv.subst("$_OFFLOAD_NVCC_ID")
-    base = dict(o, ENV=step_env, _OFFLOAD_NVCC_PROGRAM=str(target))
+    base = dict(o, ENV=step_env, _OFFLOAD_NVCC_PROGRAM=str(target).replace("$", "$$"))
+    # File names relative to the top directory, where SCons runs commands, written into the
+    # commands (quoted: any file name); the inputs as SCons's `$SOURCES` gives them.
+    top = env.Dir("#")
+    with _nvcc.from_top(env):
+        ins = [str(n) for n in inputs]
 
     def step(b, t, sources, cmd: str, sig: str | None = None, **more):
         return b(t, sources, _OFFLOAD_NVCC_STEP=cmd, _OFFLOAD_NVCC_STEPSIG=_step_signature(sig or cmd, nvcc_id),
@@ -180,9 +189,9 @@ def device_link(env, target, objs, kw, pic=False) -> list:
     linked = []
     for st in plan.nvlinks:
         real = _archs.file_safe(st.real)
-        files = {_INS[0]: "${SOURCES}", _INS[1]: "", st.outputs[0]: "${TARGETS[0]}", st.outputs[1]: "${TARGETS[1]}"}
-        made = step(env._OffloadNvccNvlink, [d.File(f"{name}.{real}.dlink.cubin"), d.File(f"{name}.{real}.dlink.reg.c")],
-                    inputs, _command(st, files), _OFFLOAD_NVCC_RARCH=st.real)
+        cubin, regc = d.File(f"{name}.{real}.dlink.cubin"), d.File(f"{name}.{real}.dlink.reg.c")
+        files = {_INS[0]: ins, _INS[1]: [], st.outputs[0]: cubin.get_path(top), st.outputs[1]: regc.get_path(top)}
+        made = step(env._OffloadNvccNvlink, [cubin, regc], inputs, _command(st, files), _OFFLOAD_NVCC_RARCH=st.real)
         _intermediates(made)
         linked.append(made)
     # fatbinary -link of the linked images, then the host compile of nvcc's link stub, which
@@ -190,19 +199,17 @@ def device_link(env, target, objs, kw, pic=False) -> list:
     # command runs with their absolute paths, its signature holds them relative to the top.
     reg = linked[0][1]
     fatbin_c = d.File(name + ".dlink.fatbin.c")
-    files = {tmp: f"${{SOURCES[{i}]}}" for i, tmp in enumerate(plan.fatbin.inputs)}
-    files[plan.fatbin.outputs[0]] = "${TARGETS[1]}"
+    files = {tmp: linked[i][0].get_path(top) for i, tmp in enumerate(plan.fatbin.inputs)}
+    files[plan.fatbin.outputs[0]] = fatbin_c.get_path(top)
     fatbin = _command(plan.fatbin, files)
     emb, reg_tmp = plan.fatbin.outputs[0], plan.nvlinks[0].outputs[1]
 
     def host(path):
-        return _command(plan.host, {_OUT: "${TARGETS[0]}", emb: path(fatbin_c), reg_tmp: path(reg)})
+        return _command(plan.host, {_OUT: out.get_path(top), emb: path(fatbin_c), reg_tmp: path(reg)})
 
     # fatbinary also writes the fat binary itself beside the .c (nvcc removes it): removed too.
-    cmd = " && ".join([fatbin, "rm -f ${TARGETS[1].base}", host(lambda n: n.get_abspath())])
-    top = env.Dir("#")
+    cmd = " && ".join([fatbin, "rm -f " + _word(fatbin_c.get_path(top)[:-2]), host(lambda n: n.get_abspath())])
     sig = " && ".join([fatbin, host(lambda n: n.get_path(top))])
     made = step(env._OffloadNvccDlinkSteps, [out, fatbin_c], [m[0] for m in linked] + [reg], cmd, sig)
     _intermediates(made[1:])
     return [made[0]]
-

@@ -189,10 +189,11 @@ def _nvcc_host_flags(target, source, env, for_signature):
     `-Xcompiler=<flag>` each (`-march=native` is a host compiler flag nvcc itself rejects), except
     the language dialect: `-std=c++NN` goes to nvcc itself, which compiles the device side in it
     and hands it to the host compiler (passed only to the host compiler, the two sides disagree).
-    """
-    mode = SCons.Subst.SUBST_SIG if for_signature else SCons.Subst.SUBST_CMD
-    flags = env.subst("$CCFLAGS $CXXFLAGS $OFFLOAD_HOSTFLAGS", mode, target=target, source=source).split()
-    return " ".join(f if f.startswith("-std=") else f"-Xcompiler={f}" for f in flags)
+    Each flag is the word the shell gives g++ from the same variables, and reaches the host
+    compiler as that word (a comma, a blank, a quote in it: `_nvcc.nvcc_host_flag`)."""
+    from . import _nvcc
+    flags = _nvcc.shell_words(env, "$CCFLAGS $CXXFLAGS $OFFLOAD_HOSTFLAGS", target, source, for_signature)
+    return _nvcc.command_words(f if f.startswith("-std=") else _nvcc.nvcc_host_flag(f) for f in flags)
 
 
 # --------------------------------------------------------------------------------------------
