@@ -14,7 +14,8 @@ one nvcc would run, with nvcc's temporary files renamed to the nodes' files, so 
 signature holds exactly the flags that step gets (a host-only flag change reruns no `cicc` or
 `ptxas`; the device preprocess reruns, and its unchanged output stops the rebuild there) and the
 object equals the one `nvcc -c` makes. A plan of another shape (another CUDA release, a flag
-that adds steps) falls back to the one-action compile with a one-line note. On by default
+that adds steps) falls back to the one-action compile with a one-line note, as does an
+`$OFFLOAD_NVCC` that is not nvcc itself (a script around it: `_not_nvcc`). On by default
 (`OFFLOAD_NVCC_SPLIT`); objects of relocatable device code (`-rdc=true`) are marked (`mark`)
 for the device link of the links that take them (`_nvcc_link`).
 

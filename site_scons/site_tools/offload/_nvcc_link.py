@@ -16,8 +16,9 @@ its fat binary and the object's module ID from its `__nv_module_id` section, so 
 objects themselves (given a bare cubin it names the module after the file, and the host side's
 registration would not find it): adding an arch reruns every arch's nvlink, as the objects
 changed, but no device compile of the other archs. A PTX-only arch (`compute_NN`) has no nvlink
-step, as in nvcc's own device link. A plan of another shape, `OFFLOAD_NVCC_SPLIT=False` or a
-compiler launcher give one `nvcc -dlink` node instead (the first with a one-line note)."""
+step, as in nvcc's own device link. A plan of another shape, `OFFLOAD_NVCC_SPLIT=False`, a
+compiler launcher or a script as `$OFFLOAD_NVCC` give one `nvcc -dlink` node instead (the first
+with a one-line note)."""
 
 from __future__ import annotations
 
