@@ -13,6 +13,11 @@ Containers are recognised by content, never by file name, and unwrapped recursiv
   `.rocm_kpack_ref` marker) holds no image, and the reason given for it names the archives;
 * static archives, member by member.
 
+The scan is driven by a table: `_CONTAINERS` maps each container's `FileKind` (`magic.identify`)
+to its name and the `_Scanner.scan_*` method that lists it; `_FILES` adds ELF objects and bitcode,
+searched when they are whole files or archive members.  Inspecting a new container format is one
+row and one method.
+
 An image whose bytes are themselves a container (a fat binary inside an OffloadBinary, a bundle
 inside a package, a bundle inside an archive member, ...) is replaced by the images inside it,
 so the listing always shows the innermost device code.  Host entries of bundles are not device
@@ -31,6 +36,7 @@ import ctypes
 import hashlib
 import json
 from dataclasses import dataclass, field
+from typing import Callable
 
 from .. import budget
 from ..formats import fatbin as _fatbin
@@ -55,12 +61,6 @@ AMBIGUOUS_PRODUCER_NOTE = ("offload kind 3 is HIP as written by LLVM 19/20 but O
 
 _HIP_FATBIN_SECTIONS = (".hip_fatbin",)
 
-# Containers whose contents are listed (a leaf image is anything else), and how `inspect` names them.
-_CONTAINERS = {
-    FileKind.OFFLOAD_BINARY: "package", FileKind.FATBIN: "fatbin", FileKind.COMPRESSED_BUNDLE: "ccob",
-    FileKind.CLANG_BUNDLE: "bundle", FileKind.ARCHIVE: "archive", FileKind.THIN_ARCHIVE: "archive",
-    FileKind.TEXT_BUNDLE: "text-bundle", FileKind.KPACK: "kpack",
-}
 # `llvm-objdump --offloading`'s words for an image's content, where they apply.
 _IMAGE_KIND_WORDS = {FileKind.ELF: "elf", FileKind.BITCODE: "llvm ir", FileKind.FATBIN: "fatbinary",
                      FileKind.OFFLOAD_BINARY: "offload-binary"}
@@ -142,25 +142,17 @@ class _Scanner:
 
     # -- dispatch ---------------------------------------------------------------------------
 
-    def container_kind(self, data) -> str | None:
-        """The container format `data` starts with, or None if it is a leaf (device code, host code)."""
+    def container_at(self, data) -> _Container | None:
+        """The container `data` starts with, or None if it is a leaf (device code, host code)."""
         return _CONTAINERS.get(identify(data))
 
     def scan_file(self, data, path: str, wrappers: list[str], depth: int) -> None:
         """A whole file or archive member: containers, ELF objects and bitcode are searched."""
-        kind = identify(data)
+        container = _FILES.get(identify(data))
         self.files.append(path)
         try:
-            if kind is FileKind.ELF:
-                if not self.first_listing(data, "elf", path, wrappers, False):
-                    with budget.nested(path):
-                        self.scan_elf(data, path, wrappers, depth)
-            elif kind is FileKind.BITCODE:
-                if not self.first_listing(data, "bitcode", path, wrappers, False):
-                    with budget.nested(path):
-                        self.scan_bitcode(data, path, wrappers, depth)
-            elif kind in _CONTAINERS:
-                self.scan_container(_CONTAINERS[kind], data, path, wrappers, depth, compressed=False)
+            if container is not None:
+                self.scan_container(container, data, path, wrappers, depth, compressed=False)
         finally:
             self.files.pop()
 
@@ -182,57 +174,22 @@ class _Scanner:
             details={"same_as": first}))
         return True
 
-    def scan_container(self, kind: str, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
-        if self.first_listing(data, kind, path, wrappers, compressed):
+    def scan_container(self, container: _Container, data, path: str, wrappers: list[str], depth: int,
+                       compressed: bool) -> None:
+        if self.first_listing(data, container.name, path, wrappers, compressed):
             return
         with budget.nested(path):
-            self.scan_container_once(kind, data, path, wrappers, depth, compressed)
-
-    def scan_container_once(self, kind: str, data, path: str, wrappers: list[str], depth: int,
-                            compressed: bool) -> None:
-        if kind == "package":
-            self.scan_package(data, path, wrappers, depth, compressed)
-        elif kind == "fatbin":
-            self.scan_fatbin(data, path, wrappers, compressed)
-        elif kind == "ccob" and (parts := _ccob_parts(data)) is not None:
-            # Several CCOBs back to back: each header's total size says where the next begins.
-            for start, part in parts:
-                if start == 0:  # begins where the whole does, already listed as this container
-                    with budget.nested(path):
-                        self.scan_container_once("ccob", part, f"{path}@{start:#x}", wrappers, depth, compressed)
-                else:
-                    self.scan_container("ccob", part, f"{path}@{start:#x}", wrappers, depth, compressed)
-        elif kind == "ccob":
-            from ..formats import ccob
-            inner, _info = ccob.decompress(data)
-            inner = memoryview(inner)
-            self.remember(inner)
-            inner_kind = self.container_kind(inner)
-            if inner_kind is None:
-                raise OffloadError(f"{path}: compressed bundle does not hold a bundle")
-            try:
-                self.scan_container(inner_kind, inner, path, wrappers + ["ccob"], depth + 1, compressed=True)
-            finally:
-                self.forget(inner)
-        elif kind == "bundle":
-            from ..formats.bundle import read_binary_bundle
-            self.scan_bundle_entries(read_binary_bundle(data), "bundle", path, wrappers, depth, compressed)
-        elif kind == "text-bundle":
-            self.scan_bundle_entries(_read_text_bundle(data), "text-bundle", path, wrappers, depth, compressed)
-        elif kind == "archive":
-            self.scan_archive(data, path, wrappers, depth)
-        elif kind == "kpack":
-            self.scan_kpack(data, path, wrappers, depth, compressed)
+            container.scan(self, data, path, wrappers, depth, compressed)
 
     def leaf_or_nested(self, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> bool:
         """If `data` is itself a container, list what it holds and return True."""
-        kind = self.container_kind(data)
-        if kind is None:
+        container = self.container_at(data)
+        if container is None:
             return False
-        self.scan_container(kind, data, path, wrappers, depth + 1, compressed)
+        self.scan_container(container, data, path, wrappers, depth + 1, compressed)
         return True
 
-    # -- formats ----------------------------------------------------------------------------
+    # -- formats: one `scan_*` per container (see `_CONTAINERS`) ------------------------------
 
     def scan_package(self, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
         from ..formats.offload_binary import read_offload_binaries
@@ -248,7 +205,7 @@ class _Scanner:
         producer, note = self.producer_of(img)
         # A fat binary or bundle inside a package: list the device code inside it, but keep the
         # package's producer (the nested container does not record one).
-        if self.container_kind(img.image) is not None:
+        if self.container_at(img.image) is not None:
             before = len(self.found)
             self.leaf_or_nested(img.image, path, wrappers + ["offload-binary"], depth, compressed)
             for d in self.found[before:]:
@@ -268,7 +225,7 @@ class _Scanner:
             return AMBIGUOUS_PRODUCER, AMBIGUOUS_PRODUCER_NOTE
         return offload_kind_name(img.offload_kind, self.llvm_version), None
 
-    def scan_fatbin(self, data, path: str, wrappers: list[str], compressed: bool) -> None:
+    def scan_fatbin(self, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
         fatbins = _fatbin.read_fatbins(data)
         for j, fb in enumerate(fatbins):
             for i, entry in enumerate(fb.entries):
@@ -324,6 +281,38 @@ class _Scanner:
                 image_kind=content_image_kind(data), size=len(data), compressed=compressed, sha256="",
                 wrappers=list(wrappers), details={"bundle_entry_id": raw_id}, data=data))
 
+    def scan_ccob(self, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
+        parts = _ccob_parts(data)
+        if parts is not None:
+            # Several CCOBs back to back: each header's total size says where the next begins.
+            for start, part in parts:
+                if start == 0:  # begins where the whole does, already listed as this container
+                    with budget.nested(path):
+                        self.scan_ccob(part, f"{path}@{start:#x}", wrappers, depth, compressed)
+                else:
+                    self.scan_container(_CCOB, part, f"{path}@{start:#x}", wrappers, depth, compressed)
+            return
+        from ..formats import ccob
+        inner, _info = ccob.decompress(data)
+        inner = memoryview(inner)
+        self.remember(inner)
+        inner_container = self.container_at(inner)
+        if inner_container is None:
+            raise OffloadError(f"{path}: compressed bundle does not hold a bundle")
+        try:
+            self.scan_container(inner_container, inner, path, wrappers + ["ccob"], depth + 1, compressed=True)
+        finally:
+            self.forget(inner)
+
+    def scan_binary_bundle(self, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
+        from ..formats.bundle import read_binary_bundle
+        self.scan_bundle_entries(read_binary_bundle(data), "bundle", path, wrappers, depth, compressed)
+
+    def scan_text_bundle(self, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
+        from ..formats.bundle import read_text_bundle, text_bundle_type
+        self.scan_bundle_entries(read_text_bundle(data, text_bundle_type(data)), "text-bundle", path, wrappers,
+                                 depth, compressed)
+
     def scan_kpack(self, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
         from ..formats import kpack
         archive = kpack.read_kpack(data, where=path)
@@ -342,25 +331,25 @@ class _Scanner:
                 image_kind=content_image_kind(image), size=len(image), compressed=compressed or k.compressed,
                 sha256="", wrappers=list(wrappers), details=details, data=image))
 
-    def scan_archive(self, data, path: str, wrappers: list[str], depth: int) -> None:
+    def scan_archive(self, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
         from ..formats.archive import read_archive
         if identify(data) is FileKind.THIN_ARCHIVE:
             raise OffloadError(f"{path}: thin archives are not supported")
         for m in read_archive(data):
             self.scan_file(m.data, f"{path}({m.name})", wrappers + ["archive"], depth + 1)
 
-    def scan_bitcode(self, data, path: str, wrappers: list[str], depth: int) -> None:
+    def scan_bitcode(self, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
         from .extract import find_offload_images
         for f in find_offload_images(data, path, llvm_version=self.llvm_version):
             self.add_offload_image(f.image, f.path, wrappers + ["bitcode"], depth, False)
 
-    def scan_elf(self, data, path: str, wrappers: list[str], depth: int) -> None:
+    def scan_elf(self, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
         from ..formats import elf, kpack
         for sec in elf.read_sections(data):
             name = sec.name
             if sec.sh_type == elf.SHT_LLVM_OFFLOADING:
-                self.scan_container("package", sec.data, self.section_path(path, name), wrappers + ["elf"],
-                                    depth + 1, False)
+                self.scan_container(_CONTAINERS[FileKind.OFFLOAD_BINARY], sec.data, self.section_path(path, name),
+                                    wrappers + ["elf"], depth + 1, False)
             elif name in (kpack.KPACK_REF_SECTION, kpack.WRAPPER_SECTION) and sec.sh_type != 8:
                 # A binary whose device code was split into kpack archives: no image here, but a
                 # malformed reference is reported like any malformed container.
@@ -388,11 +377,11 @@ class _Scanner:
                     else:
                         parts = [(0, sec.data)]
                     for off, part in parts:
-                        kind = self.container_kind(part)
-                        if kind is None:
+                        container = self.container_at(part)
+                        if container is None:
                             raise OffloadError(f"no known container at offset {off:#x}")
                         ppath = spath if len(parts) == 1 else f"{spath}@{off:#x}"
-                        self.scan_container(kind, part, ppath, wrappers + ["elf"], depth + 1, False)
+                        self.scan_container(container, part, ppath, wrappers + ["elf"], depth + 1, False)
                 except OffloadError as exc:
                     raise with_file_name(exc, f"{spath} (file offset {sec.offset:#x})") from None
 
@@ -426,6 +415,37 @@ class _Scanner:
         if not self.keep_data:
             image.data = b""  # listing only: do not hold every (decompressed) image in memory
         self.found.append(image)
+
+
+@dataclass(frozen=True)
+class _Container:
+    """How the scan lists one container format: `name` is how `inspect` calls it (in `wrappers`,
+    and as the `container` of a row that says it was listed before), `scan` the `_Scanner` method
+    that lists what it holds."""
+
+    name: str
+    scan: Callable[..., None]
+
+
+#: Containers whose contents are listed wherever they are found (a leaf image is anything else).
+_CONTAINERS: dict[FileKind, _Container] = {
+    FileKind.OFFLOAD_BINARY: _Container("package", _Scanner.scan_package),
+    FileKind.FATBIN: _Container("fatbin", _Scanner.scan_fatbin),
+    FileKind.COMPRESSED_BUNDLE: _Container("ccob", _Scanner.scan_ccob),
+    FileKind.CLANG_BUNDLE: _Container("bundle", _Scanner.scan_binary_bundle),
+    FileKind.TEXT_BUNDLE: _Container("text-bundle", _Scanner.scan_text_bundle),
+    FileKind.ARCHIVE: _Container("archive", _Scanner.scan_archive),
+    FileKind.THIN_ARCHIVE: _Container("archive", _Scanner.scan_archive),
+    FileKind.KPACK: _Container("kpack", _Scanner.scan_kpack),
+}
+_CCOB = _CONTAINERS[FileKind.COMPRESSED_BUNDLE]
+#: What a whole file or archive member is searched as: the containers, and ELF objects and bitcode
+#: (their sections and embedded packages; an ELF or bitcode device image inside a container is a leaf).
+_FILES: dict[FileKind, _Container] = {
+    **_CONTAINERS,
+    FileKind.ELF: _Container("elf", _Scanner.scan_elf),
+    FileKind.BITCODE: _Container("bitcode", _Scanner.scan_bitcode),
+}
 
 
 class _PyBuffer(ctypes.Structure):
@@ -545,11 +565,6 @@ def _next_nonzero(view: memoryview, pos: int, chunk: int = 1 << 16) -> int | Non
 class _Entry:
     bundle_entry_id: str
     data: object
-
-
-def _read_text_bundle(data):
-    from ..formats import bundle
-    return bundle.read_text_bundle(data, bundle.text_bundle_type(data))
 
 
 def with_file_name(exc: OffloadError, name: str) -> OffloadError:
