@@ -1,0 +1,127 @@
+"""The library's import graph, read from the source: no import circles (imports inside functions
+included) and no tier importing a higher one (docs/architecture.md, "Tiers")."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "offload_tool"
+
+# The tiers, lowest first (docs/architecture.md): a module imports from its own tier and lower ones.
+FOUNDATIONS = {"offload_tool", "offload_tool.errors", "offload_tool.inputs", "offload_tool.fileio",
+               "offload_tool.printable", "offload_tool.budget"}
+TIERS = {"foundations": 0, "rules": 1, "formats": 2, "ops": 3, "cli": 4}
+
+
+def _modules() -> dict[str, Path]:
+    modules = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    return modules
+
+
+def _imported(module: str, path: Path, node: ast.Import | ast.ImportFrom, modules: dict[str, Path]) -> set[str]:
+    """The library modules one import statement names (`from pkg import mod` names `pkg.mod`)."""
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    else:
+        if node.level:
+            base = module.split(".")
+            if path.name != "__init__.py":
+                base.pop()
+            base = base[:len(base) - (node.level - 1)]
+            prefix = ".".join(base + ([node.module] if node.module else []))
+        else:
+            prefix = node.module or ""
+        names = [f"{prefix}.{alias.name}" if f"{prefix}.{alias.name}" in modules else prefix
+                 for alias in node.names]
+    found = set()
+    for name in names:
+        while name not in modules and "." in name:
+            name = name.rsplit(".", 1)[0]
+        if name in modules and name != module:
+            found.add(name)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the library modules it imports anywhere in its source (functions included)."""
+    modules = _modules()
+    graph = {}
+    for module, path in modules.items():
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                edges |= _imported(module, path, node, modules)
+        graph[module] = edges
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import circle of `graph` (its modules, the first repeated at the end), or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(module: str) -> list[str] | None:
+        state[module] = 1
+        path.append(module)
+        for dep in sorted(graph[module]):
+            if state.get(dep) == 1:
+                return path[path.index(dep):] + [dep]
+            if dep not in state and (found := visit(dep)) is not None:
+                return found
+        path.pop()
+        state[module] = 2
+        return None
+
+    for module in sorted(graph):
+        if module not in state and (found := visit(module)) is not None:
+            return found
+    return None
+
+
+def tier(module: str) -> int:
+    if module in FOUNDATIONS:
+        return TIERS["foundations"]
+    parts = module.split(".")
+    if len(parts) < 2 or parts[1] not in TIERS:
+        raise AssertionError(f"{module} is in no tier: add it to FOUNDATIONS or a tier package "
+                             f"(and to docs/architecture.md)")
+    return TIERS[parts[1]]
+
+
+def test_graph_is_read():
+    graph = import_graph()
+    assert "offload_tool.ops.bundler_api" in graph["offload_tool.cli.bundler"]
+    # Imports inside functions count: the bundler imports its -### printer only for -###.
+    assert "offload_tool.ops.dry_run" in graph["offload_tool.cli.bundler"]
+    assert "offload_tool.budget" in graph["offload_tool.formats.offload_binary"]  # `from .. import budget`
+
+
+def test_no_import_cycle():
+    cycle = _cycle(import_graph())
+    assert cycle is None, "import circle: " + " -> ".join(cycle)
+
+
+def test_lower_tiers_do_not_import_higher_ones():
+    wrong = [f"{m} -> {d}" for m, deps in sorted(import_graph().items()) for d in sorted(deps) if tier(d) > tier(m)]
+    assert not wrong, "lower tier imports a higher one: " + ", ".join(wrong)
+
+
+def test_every_module_has_a_tier():
+    for module in import_graph():
+        tier(module)
+
+
+@pytest.mark.parametrize("graph, cycle", [
+    ({"a": {"b"}, "b": {"c"}, "c": {"a"}}, ["a", "b", "c", "a"]),
+    ({"a": {"b"}, "b": set(), "c": {"a", "b"}}, None),
+])
+def test_cycle_finder(graph, cycle):
+    assert _cycle(graph) == cycle
