@@ -105,18 +105,16 @@ class Compressor:
         size = len(buffer)
         pinned = (ctypes.c_char * size).from_buffer(buffer) if size else None
         try:
-            inbuf = _InBuffer(ctypes.addressof(pinned) if size else None, size, 0)
-            while True:
-                left = self._check(self._lib.ZSTD_compressStream2(self._cctx, ctypes.byref(self._outbuf),
-                                                                  ctypes.byref(inbuf), _E_END))
-                self._drain()
-                if left == 0:
-                    return True
+            self._end(_InBuffer(ctypes.addressof(pinned) if size else None, size, 0))
+            return True
         finally:
             del pinned  # releases `buffer`'s export, so its owner can close it
 
     def finish(self) -> None:
-        inbuf = _InBuffer(None, 0, 0)
+        self._end(_InBuffer(None, 0, 0))
+
+    def _end(self, inbuf) -> None:
+        """Compress what `inbuf` holds and end the frame, draining the output as it fills."""
         while True:
             left = self._check(self._lib.ZSTD_compressStream2(self._cctx, ctypes.byref(self._outbuf),
                                                               ctypes.byref(inbuf), _E_END))
