@@ -20,7 +20,10 @@ Shapes (one folder each, all in one project per mode; a shape is one cell of the
 - `static_lib`: `OffloadStaticLibrary` in one folder, linked by a plain `Program` in another
   folder's SConscript (`LIBS=['kern'], LIBPATH=['#static_lib/lib']`);
 - `shared_lib`: the same with `OffloadSharedLibrary`;
-- `generated`: a kernel source written by a `Command` from a template.
+- `generated`: a kernel source written by a `Command` from a template;
+- `same_names`: two sibling folders whose SConscripts build a program each from the same file
+  names (`k.cu`, `main.cpp`). The other shapes' files have names of their own, so each of their
+  cells shows that shape's problems only.
 
 Modes: OpenMP with clang 19 and clang 22, each on the host-IR graph (the default) and on the
 launcher graph (`OFFLOAD_LAUNCHER='ccache'`, `CCACHE_DIR` in the test's folder); CUDA with clang 22;
@@ -98,8 +101,11 @@ MODES: dict[str, Mode] = {
                            ("clang-22", "openmp-runtime-22")),
     "openmp-clang22-ccache": Mode("openmp", {"OFFLOAD_CLANG": "clang-22", "OFFLOAD_LAUNCHER": "ccache"},
                                   ("gfx90a",), "gfx1030", ("clang-22", "openmp-runtime-22", "ccache")),
+    # Header-less CUDA (see the module's notes): -nocudainc reaches every host compile, the plain
+    # main.cpp's too (OFFLOAD_HOSTFLAGS), so the project's C++ compiler is clang++ there.
     "cuda-clang22": Mode("cuda", {"OFFLOAD_CLANG": "clang-22", "OFFLOAD_HOSTFLAGS": _NOCUDA,
-                                  "OFFLOAD_DEVICEFLAGS": _NOCUDA}, ("sm_80",), "sm_90", ("clang-22", "nvcc")),
+                                  "OFFLOAD_DEVICEFLAGS": _NOCUDA, "CXX": "clang++-22"},
+                         ("sm_80",), "sm_90", ("clang-22", "nvcc")),
     "nvcc-split": Mode("cuda", {"OFFLOAD_CLANG": "clang-19", "OFFLOAD_CUDA_COMPILER": "nvcc"},
                        ("sm_80",), "sm_90", ("clang-19", "nvcc")),
     "nvcc-nosplit": Mode("cuda", {"OFFLOAD_CLANG": "clang-19", "OFFLOAD_CUDA_COMPILER": "nvcc",
@@ -117,7 +123,7 @@ MODES: dict[str, Mode] = {
 EXT = {"openmp": ".cpp", "cuda": ".cu", "hip": ".hip"}
 
 SHAPES = ("subdirs", "variant0", "variant1", "header_kernels", "defines", "spaces", "plain_cpp",
-          "static_lib", "shared_lib", "generated")
+          "static_lib", "shared_lib", "generated", "same_names")
 
 _PLAIN_CPP_OPENMP = ("an OpenMP program's C++ sources are OpenMP sources by their suffix; the shape is the "
                      "host-only main.cpp of a CUDA or HIP program")
@@ -253,9 +259,7 @@ class Shape:
     folder: str                      # everything of the shape lives under it
     call: str                        # the SConstruct's lines that read the shape's SConscript(s)
     files: dict                      # relative path -> text
-    program: str                     # what runs
-    ref: str                         # the plain env.Program of the same host code
-    expect: str                      # what both print (None: compare with the plain build only)
+    runs: list                       # [(program, plain build of the same host code, what both print or None)]
     verify: list                     # [(path, require_archs: bool)]
     libdirs: tuple = ()              # LD_LIBRARY_PATH for running
     duplicated: tuple = ()           # (variant dir, source dir): SCons's own copies, which `scons -c` keeps
@@ -266,10 +270,12 @@ def _sconscript(lines: str) -> str:
 
 
 def build_shape(name: str, family: str) -> Shape:
+    """The files of one shape for one family of sources. File names differ between shapes (except
+    in `same_names`, whose point they are), so that each shape's cell shows that shape's problems."""
     ext = EXT[family]
     omp = family == "openmp"
 
-    def ref_sources(kernels, main="'main.cpp'", ref_kern="'ref_kern.cpp'"):
+    def ref_sources(kernels, main, ref_kern):
         """The plain build's sources (Python list text): OpenMP: the same files (g++ ignores the
         pragmas); CUDA / HIP: main and a host version of the kernels."""
         return f"[{main}, {', '.join(kernels)}]" if omp else f"[{main}, {ref_kern}]"
@@ -281,18 +287,20 @@ def build_shape(name: str, family: str) -> Shape:
             "subdirs/app/SConscript": _sconscript(f"""
                 e = env.Clone()
                 e.Append(CPPPATH=['inc', '#subdirs/common'])
-                e.OffloadProgram('app', ['src/k{ext}', host_main(e, 'main.cpp')])
-                ref_program(e, 'ref', {ref_sources([f"'src/k{ext}'"])})
+                e.OffloadProgram('app', ['src/subdirs_k{ext}', host_main(e, 'subdirs_main.cpp')])
+                ref_program(e, 'ref', {ref_sources([f"'src/subdirs_k{ext}'"], "'subdirs_main.cpp'",
+                                                   "'subdirs_ref.cpp'")})
             """),
             "subdirs/app/inc/scale.h": "#define SCALE 3\n",
             "subdirs/common/offset.h": "#define OFFSET 1\n",
-            f"subdirs/app/src/k{ext}": kernel_source(family, fn, body, hdrs),
-            "subdirs/app/main.cpp": main_source(family, [fn]),
+            f"subdirs/app/src/subdirs_k{ext}": kernel_source(family, fn, body, hdrs),
+            "subdirs/app/subdirs_main.cpp": main_source(family, [fn]),
         }
         if not omp:
-            files["subdirs/app/ref_kern.cpp"] = host_source(fn, body, hdrs)
-        return Shape("subdirs", "SConscript('subdirs/SConscript')", files, "subdirs/app/app", "subdirs/app/ref",
-                     _main_expect(family) + "subdirs_k 145\n", [("subdirs/app/app", True)])
+            files["subdirs/app/subdirs_ref.cpp"] = host_source(fn, body, hdrs)
+        return Shape("subdirs", "SConscript('subdirs/SConscript')", files,
+                     [("subdirs/app/app", "subdirs/app/ref", _main_expect(family) + "subdirs_k 145\n")],
+                     [("subdirs/app/app", True)])
 
     if name in ("variant0", "variant1"):
         scale = {"variant0": 4, "variant1": 5}[name]
@@ -300,23 +308,24 @@ def build_shape(name: str, family: str) -> Shape:
         files = {
             f"{name}/src/SConscript": _sconscript(f"""
                 e = env.Clone(CPPPATH=env['CPPPATH'] + ['inc'])
-                e.OffloadProgram('app', ['k{ext}', host_main(e, 'main.cpp')])
-                ref_program(e, 'ref', {ref_sources([f"'k{ext}'"])})
+                e.OffloadProgram('app', ['{name}_k{ext}', host_main(e, '{name}_main.cpp')])
+                ref_program(e, 'ref', {ref_sources([f"'{name}_k{ext}'"], f"'{name}_main.cpp'", f"'{name}_ref.cpp'")})
             """),
             f"{name}/src/inc/scale.h": f"#define SCALE {scale}\n",
-            f"{name}/src/k{ext}": kernel_source(family, fn, body, hdrs),
-            f"{name}/src/main.cpp": main_source(family, [fn]),
+            f"{name}/src/{name}_k{ext}": kernel_source(family, fn, body, hdrs),
+            f"{name}/src/{name}_main.cpp": main_source(family, [fn]),
         }
         if not omp:
-            files[f"{name}/src/ref_kern.cpp"] = host_source(fn, body, hdrs)
+            files[f"{name}/src/{name}_ref.cpp"] = host_source(fn, body, hdrs)
         if name == "variant0":
             call = "SConscript('variant0/src/SConscript', variant_dir='variant0/build', duplicate=0)"
             dup = ()
         else:
             call = "VariantDir('variant1/build', 'variant1/src', duplicate=1)\nSConscript('variant1/build/SConscript')"
             dup = (("variant1/build", "variant1/src"),)
-        return Shape(name, call, files, f"{name}/build/app", f"{name}/build/ref",
-                     _main_expect(family) + f"{name}_k {scale * 45}\n", [(f"{name}/build/app", True)], duplicated=dup)
+        return Shape(name, call, files,
+                     [(f"{name}/build/app", f"{name}/build/ref", _main_expect(family) + f"{name}_k {scale * 45}\n")],
+                     [(f"{name}/build/app", True)], duplicated=dup)
 
     if name == "header_kernels":
         if omp:
@@ -348,26 +357,26 @@ def build_shape(name: str, family: str) -> Shape:
         files = {
             "header_kernels/SConscript": _sconscript(f"""
                 e = env.Clone(CPPPATH=env['CPPPATH'] + ['inc'])
-                e.OffloadProgram('app', ['a{ext}', 'b{ext}', host_main(e, 'main.cpp')])
-                ref_program(e, 'ref', {ref_sources([f"'a{ext}'", f"'b{ext}'"])})
+                e.OffloadProgram('app', ['hk_a{ext}', 'hk_b{ext}', host_main(e, 'hk_main.cpp')])
+                ref_program(e, 'ref', {ref_sources([f"'hk_a{ext}'", f"'hk_b{ext}'"], "'hk_main.cpp'", "'hk_ref.cpp'")})
             """),
             f"header_kernels/inc/{hname}": header,
-            f"header_kernels/a{ext}": f'#include "{hname}"\nint hk_a(int n) {{ return {call_a}; }}\n',
-            f"header_kernels/b{ext}": f'#include "{hname}"\nint hk_b(int n) {{ return {call_b}; }}\n',
+            f"header_kernels/hk_a{ext}": f'#include "{hname}"\nint hk_a(int n) {{ return {call_a}; }}\n',
+            f"header_kernels/hk_b{ext}": f'#include "{hname}"\nint hk_b(int n) {{ return {call_b}; }}\n',
         }
         fns = ["hk_a", "hk_b"]
         if omp:   # main runs the header's target region too: a third translation unit with it
-            files["header_kernels/main.cpp"] = main_source(family, fns, head='#include "hk.h"\n',
-                                                           lines=f'  std::printf("main hk %d\\n", hk_sum({N}));\n')
+            files["header_kernels/hk_main.cpp"] = main_source(family, fns, head='#include "hk.h"\n',
+                                                              lines=f'  std::printf("main hk %d\\n", hk_sum({N}));\n')
             expect = "main 14\nhk_a 90\nhk_b 91\nmain hk 90\n"
         else:
-            files["header_kernels/main.cpp"] = main_source(family, fns)
-            files["header_kernels/ref_kern.cpp"] = (
+            files["header_kernels/hk_main.cpp"] = main_source(family, fns)
+            files["header_kernels/hk_ref.cpp"] = (
                 "int hk_a(int n) { int s = 0; for (int i = 0; i < n; i++) s += i * 2; return s; }\n"
                 "int hk_b(int n) { int s = 1; for (int i = 0; i < n; i++) s += i * 2; return s; }\n")
             expect = "hk_a 90\nhk_b 91\n"
-        return Shape("header_kernels", "SConscript('header_kernels/SConscript')", files, "header_kernels/app",
-                     "header_kernels/ref", expect, [("header_kernels/app", True)])
+        return Shape("header_kernels", "SConscript('header_kernels/SConscript')", files,
+                     [("header_kernels/app", "header_kernels/ref", expect)], [("header_kernels/app", True)])
 
     if name == "defines":
         fn, body = "defines_k", "const int w[] = {PPWI}; s += w[i % (sizeof w / sizeof w[0])];"
@@ -378,20 +387,20 @@ def build_shape(name: str, family: str) -> Shape:
             "defines/SConscript": _sconscript(f"""
                 e = env.Clone()
                 e.Append(CPPDEFINES=[('PPWI', '1,2,4'), ('NAME', 'a b'), ('VERSION', '\\\\"1.0\\\\"'), ('D', 'x$$y')])
-                e.OffloadProgram('app', ['k{ext}', host_main(e, 'main.cpp')])
-                ref_program(e, 'ref', {ref_sources([f"'k{ext}'"])})
+                e.OffloadProgram('app', ['defines_k{ext}', host_main(e, 'defines_main.cpp')])
+                ref_program(e, 'ref', {ref_sources([f"'defines_k{ext}'"], "'defines_main.cpp'", "'defines_ref.cpp'")})
             """),
-            f"defines/k{ext}": kernel_source(family, fn, body, extra=extra),
-            "defines/main.cpp": main_source(
+            f"defines/defines_k{ext}": kernel_source(family, fn, body, extra=extra),
+            "defines/defines_main.cpp": main_source(
                 family, [fn], head=STRINGIFY + "const char *defines_macros();\n",
                 lines=('  std::printf("main: PPWI=%s NAME=%s VERSION=%s D=%s\\n", STR(PPWI), STR(NAME), '
                        'STR(VERSION), STR(D));\n  std::printf("kern: %s\\n", defines_macros());\n')),
         }
         if not omp:
-            files["defines/ref_kern.cpp"] = host_source(fn, body, extra=extra)
-        # 1,2,4 repeated over i = 0..9: 1+2+4 three times, then 1. The macro lines: as g++ got them.
-        return Shape("defines", "SConscript('defines/SConscript')", files, "defines/app", "defines/ref",
-                     None, [("defines/app", True)])
+            files["defines/defines_ref.cpp"] = host_source(fn, body, extra=extra)
+        # The sum is 22 (1,2,4 over i = 0..9); the macro lines: as g++ got them from SCons.
+        return Shape("defines", "SConscript('defines/SConscript')", files, [("defines/app", "defines/ref", None)],
+                     [("defines/app", True)])
 
     if name == "spaces":
         fn, body, hdrs = "spaces_k", "s += i + BIAS;", ("my defs.h",)
@@ -408,8 +417,8 @@ def build_shape(name: str, family: str) -> Shape:
         }
         if not omp:
             files["spaces/my ref kern.cpp"] = host_source(fn, body, hdrs)
-        return Shape("spaces", "SConscript('spaces/SConscript')", files, "spaces/bin dir/my app",
-                     "spaces/bin dir/my ref", _main_expect(family) + "spaces_k 115\n",
+        return Shape("spaces", "SConscript('spaces/SConscript')", files,
+                     [("spaces/bin dir/my app", "spaces/bin dir/my ref", _main_expect(family) + "spaces_k 115\n")],
                      [("spaces/bin dir/my app", True)])
 
     if name == "plain_cpp":
@@ -417,37 +426,39 @@ def build_shape(name: str, family: str) -> Shape:
         files = {
             # main.cpp listed as it is, as CMake / Meson users list it: a host source.
             "plain_cpp/SConscript": _sconscript(f"""
-                env.OffloadProgram('app', ['k{ext}', 'main.cpp'])
-                ref_program(env, 'ref', ['main.cpp', 'ref_kern.cpp'])
+                env.OffloadProgram('app', ['plain_k{ext}', 'main.cpp'])
+                ref_program(env, 'ref', ['main.cpp', 'plain_ref.cpp'])
             """),
-            f"plain_cpp/k{ext}": kernel_source(family, fn, body),
+            f"plain_cpp/plain_k{ext}": kernel_source(family, fn, body),
             "plain_cpp/main.cpp": main_source(family, [fn]),
-            "plain_cpp/ref_kern.cpp": host_source(fn, body),
+            "plain_cpp/plain_ref.cpp": host_source(fn, body),
         }
-        return Shape("plain_cpp", "SConscript('plain_cpp/SConscript')", files, "plain_cpp/app", "plain_cpp/ref",
-                     "plain_k 270\n", [("plain_cpp/app", True)])
+        return Shape("plain_cpp", "SConscript('plain_cpp/SConscript')", files,
+                     [("plain_cpp/app", "plain_cpp/ref", "plain_k 270\n")], [("plain_cpp/app", True)])
 
     if name in ("static_lib", "shared_lib"):
-        builder, mult = ("OffloadStaticLibrary", 7) if name == "static_lib" else ("OffloadSharedLibrary", 8)
+        builder, mult, lib = (("OffloadStaticLibrary", 7, "kstatic") if name == "static_lib"
+                              else ("OffloadSharedLibrary", 8, "kshared"))
         fn, body = f"{name}_k", f"s += i * {mult};"
         files = {
             f"{name}/app/SConscript": _sconscript(f"""
-                env.Program('app', ['main.cpp'], LIBS=['kern'], LIBPATH=['#{name}/lib'])
-                ref_program(env, 'ref', {ref_sources([f"'#{name}/lib/k{ext}'"])})
+                env.Program('app', ['{name}_main.cpp'], LIBS=['{lib}'], LIBPATH=['#{name}/lib'])
+                ref_program(env, 'ref', {ref_sources([f"'#{name}/lib/{name}_k{ext}'"], f"'{name}_main.cpp'",
+                                                     f"'{name}_ref.cpp'")})
             """),
-            f"{name}/lib/SConscript": _sconscript(f"env.{builder}('kern', ['k{ext}'])\n"),
-            f"{name}/lib/k{ext}": kernel_source(family, fn, body),
-            f"{name}/app/main.cpp": main_source(family, [fn], region=False),
+            f"{name}/lib/SConscript": _sconscript(f"env.{builder}('{lib}', ['{name}_k{ext}'])\n"),
+            f"{name}/lib/{name}_k{ext}": kernel_source(family, fn, body),
+            f"{name}/app/{name}_main.cpp": main_source(family, [fn], region=False),
         }
         if not omp:
-            files[f"{name}/app/ref_kern.cpp"] = host_source(fn, body)
+            files[f"{name}/app/{name}_ref.cpp"] = host_source(fn, body)
         # The program's SConscript is read first: it names the library before it is declared.
         call = f"SConscript('{name}/app/SConscript')\nSConscript('{name}/lib/SConscript')"
+        runs = [(f"{name}/app/app", f"{name}/app/ref", f"{fn} {mult * 45}\n")]
         if name == "static_lib":
-            return Shape(name, call, files, f"{name}/app/app", f"{name}/app/ref", f"{fn} {mult * 45}\n",
-                         [(f"{name}/app/app", True)])
-        return Shape(name, call, files, f"{name}/app/app", f"{name}/app/ref", f"{fn} {mult * 45}\n",
-                     [(f"{name}/lib/libkern.so", True), (f"{name}/app/app", False)], libdirs=(f"{name}/lib",))
+            return Shape(name, call, files, runs, [(f"{name}/app/app", True)])
+        return Shape(name, call, files, runs, [(f"{name}/lib/lib{lib}.so", True), (f"{name}/app/app", False)],
+                     libdirs=(f"{name}/lib",))
 
     if name == "generated":
         fn, body = "generated_k", "s += i * @SCALE@;"
@@ -457,17 +468,36 @@ def build_shape(name: str, family: str) -> Shape:
                     text = source[0].get_text_contents().replace('@SCALE@', '9')
                     with open(target[0].get_abspath(), 'w') as f:
                         f.write(text)
-                gen = env.Command('gen/k{ext}', 'k{ext}.in', render)
-                env.OffloadProgram('app', [gen, host_main(env, 'main.cpp')])
-                ref_program(env, 'ref', {ref_sources(['gen[0]'])})
+                gen = env.Command('gen/generated_k{ext}', 'generated_k{ext}.in', render)
+                env.OffloadProgram('app', [gen, host_main(env, 'generated_main.cpp')])
+                ref_program(env, 'ref', {ref_sources(['gen[0]'], "'generated_main.cpp'", "'generated_ref.cpp'")})
             """),
-            f"generated/k{ext}.in": kernel_source(family, fn, body),
-            "generated/main.cpp": main_source(family, [fn]),
+            f"generated/generated_k{ext}.in": kernel_source(family, fn, body),
+            "generated/generated_main.cpp": main_source(family, [fn]),
         }
         if not omp:
-            files["generated/ref_kern.cpp"] = host_source(fn, body.replace("@SCALE@", "9"))
-        return Shape("generated", "SConscript('generated/SConscript')", files, "generated/app", "generated/ref",
-                     _main_expect(family) + "generated_k 405\n", [("generated/app", True)])
+            files["generated/generated_ref.cpp"] = host_source(fn, body.replace("@SCALE@", "9"))
+        return Shape("generated", "SConscript('generated/SConscript')", files,
+                     [("generated/app", "generated/ref", _main_expect(family) + "generated_k 405\n")],
+                     [("generated/app", True)])
+
+    if name == "same_names":
+        # Two sibling folders with the same file names (k<ext>, main.cpp), as most projects have.
+        files = {"same_names/SConscript": "Import('env')\nSConscript(['one/SConscript', 'two/SConscript'])\n"}
+        runs, verify = [], []
+        for sub, mult in (("one", 11), ("two", 12)):
+            fn, body = f"{sub}_k", f"s += i * {mult};"
+            files[f"same_names/{sub}/SConscript"] = _sconscript(f"""
+                env.OffloadProgram('app', ['k{ext}', host_main(env, 'main.cpp')])
+                ref_program(env, 'ref', {ref_sources([f"'k{ext}'"], "'main.cpp'", "'ref_kern.cpp'")})
+            """)
+            files[f"same_names/{sub}/k{ext}"] = kernel_source(family, fn, body)
+            files[f"same_names/{sub}/main.cpp"] = main_source(family, [fn])
+            if not omp:
+                files[f"same_names/{sub}/ref_kern.cpp"] = host_source(fn, body)
+            runs.append((f"same_names/{sub}/app", f"same_names/{sub}/ref", _main_expect(family) + f"{fn} {mult * 45}\n"))
+            verify.append((f"same_names/{sub}/app", True))
+        return Shape("same_names", "SConscript('same_names/SConscript')", files, runs, verify)
 
     raise ValueError(name)
 
@@ -485,7 +515,8 @@ FAMILY = {family!r}
 
 
 def ref_program(e, target, sources):
-    \"\"\"The plain build: the same host code with g++ (objects under ref/).\"\"\"
+    \"\"\"The plain build: the same host code with g++ (objects under refobj/).\"\"\"
+    e = e.Clone(CC='gcc', CXX='g++')
     objs = []
     for s in sources:
         node = e.File(s) if isinstance(s, str) else s
@@ -599,8 +630,12 @@ def _attribute_build(run: ModeRun, step: str, cp: subprocess.CompletedProcess, p
         again = _scons(p, "-k", *args, shape, env=env)
         text = [ln for ln in again.stderr.splitlines() if not ln.startswith("scons: building terminated")]
         last = [ln for ln in again.stdout.splitlines() if ln.strip() and not ln.startswith("SHAPE-ERROR")][-1:]
-        run.fail(shape, step, "build failed:\n      " + _excerpt(last + text if again.returncode else
-                                                                  cp.stderr.splitlines()[:14]))
+        if again.returncode:
+            run.fail(shape, step, "build failed:\n      " + _excerpt(last + text))
+        else:
+            mine = [ln for ln in cp.stderr.splitlines() if _owner(ln, [shape])]
+            run.fail(shape, step, "build failed at -j2 (built alone at -j1 afterwards, it passed):\n      "
+                     + _excerpt(mine))
     if unowned or not failed:
         run.fail_all(step, f"build failed (rc {cp.returncode}), not in one shape:\n      "
                      + _excerpt(cp.stderr.splitlines()[-14:]))
@@ -629,20 +664,20 @@ def _attribute_up_to_date(run: ModeRun, step: str, p: Project, args, env) -> Non
 
 def _run_programs(run: ModeRun, step: str, root: Path) -> None:
     for name, shape in run.shapes.items():
-        prog, ref = root / shape.program, root / shape.ref
-        if not prog.is_file() or not ref.is_file():
-            missing = [str(x.relative_to(root)) for x in (prog, ref) if not x.is_file()]
-            run.fail(name, step, f"not built: {missing}")
-            continue
         dirs = [str(root / d) for d in shape.libdirs]
-        got, want = run_built(prog, *dirs), run_built(ref, *dirs)
-        if got.returncode != 0 or want.returncode != 0:
-            run.fail(name, step, f"program rc {got.returncode}, plain build rc {want.returncode}: "
-                     f"{(got.stderr + want.stderr)[-600:]}")
-        elif got.stdout != want.stdout:
-            run.fail(name, step, f"prints {got.stdout!r}, the plain build prints {want.stdout!r}")
-        elif shape.expect is not None and want.stdout != shape.expect:
-            run.fail(name, step, f"prints {want.stdout!r} (as the plain build), the test expects {shape.expect!r}")
+        for program, plain, expect in shape.runs:
+            prog, ref = root / program, root / plain
+            if not prog.is_file() or not ref.is_file():
+                run.fail(name, step, f"not built: {[str(x.relative_to(root)) for x in (prog, ref) if not x.is_file()]}")
+                continue
+            got, want = run_built(prog, *dirs), run_built(ref, *dirs)
+            if got.returncode != 0 or want.returncode != 0:
+                run.fail(name, step, f"{program}: rc {got.returncode}, plain build rc {want.returncode}: "
+                         f"{(got.stderr + want.stderr)[-600:]}")
+            elif got.stdout != want.stdout:
+                run.fail(name, step, f"{program} prints {got.stdout!r}, the plain build prints {want.stdout!r}")
+            elif expect is not None and want.stdout != expect:
+                run.fail(name, step, f"{program} prints {want.stdout!r} (as the plain build), the test expects {expect!r}")
 
 
 def _verify(run: ModeRun, step: str, root: Path, archs) -> None:
@@ -673,7 +708,7 @@ def _check_plain_cpp(run: ModeRun, step: str, cp: subprocess.CompletedProcess, r
     if len(lines) != compiled:
         run.fail("plain_cpp", step, f"main.cpp compiled {len(lines)} times, expected {compiled}:\n      "
                  + _excerpt(lines))
-    prog = root / run.shapes["plain_cpp"].program
+    prog = root / run.shapes["plain_cpp"].runs[0][0]
     if step.startswith("add") and prog.is_file():
         cpi = run_cli("tool", "inspect", "--json", str(prog), timeout=120)
         if cpi.returncode == 0:
