@@ -1,5 +1,6 @@
 """One module per container format, each a `read(...) -> model` / `write(model)` pair over plain
 dataclasses: clang offload bundles (`bundle`, compressed `ccob`, in object sections `objbundle`),
-OffloadBinary (`offload_binary`), `ar` archives (`archive`), ELF (`elf`), COFF (`coff`), NVIDIA fat
+OffloadBinary (`offload_binary`, `offload_binary_v2`, what both share in
+`offload_binary_common`), `ar` archives (`archive`), ELF (`elf`), COFF (`coff`), NVIDIA fat
 binaries (`fatbin`) and LLVM bitcode (`bitcode`).  `magic.identify` says what a file is (the only
 detector); `layout` declares the binary headers every format reads and writes."""
