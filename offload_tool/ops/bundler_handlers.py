@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Sequence
 
 from ..errors import BundleFormatError, CompressionError, ElfError, OffloadError, UsageError
 from ..fileio import atomic_output, output_transaction
-from ..formats.bundle import (BINARY_TYPES, TEXT_COMMENTS, BundleEntry, bundle_chunks, bundle_size, read_binary_bundle,
-                              read_binary_bundle_index, read_text_bundle, stringmap_entries, text_bundle_type)
+from ..formats.bundle import (BINARY_TYPES, TEXT_COMMENTS, BundleEntry, binary_bundle_header_size, bundle_chunks,
+                              bundle_size, read_binary_bundle, read_binary_bundle_index, read_text_bundle,
+                              stringmap_entries, text_bundle_type)
 from ..formats.magic import FileKind, identify
 
 if TYPE_CHECKING:  # ccob (hashlib, zlib) is imported only when a bundle is compressed
@@ -129,8 +130,6 @@ _HEAD_START = 4096
 def _compressed_binary_head(dec: "Decompression") -> bytes | None:
     """The decompressed header of the binary bundle inside `dec` (no payload bytes beyond the first
     few KiB are decompressed), or None if it holds no binary bundle."""
-    from ..formats.bundle import binary_bundle_header_size
-
     total = dec.info.uncompressed_size
     with decompression_errors():
         head = dec.prefix(min(total, _HEAD_START))
