@@ -267,3 +267,63 @@ def test_device_link_helper_forwards_for_either_wrapper(tmp_path):
         outs.append(out.read_bytes())
     assert outs[0] == outs[1] and outs[0][:4] == b"\x7fELF"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["k.bc", "k.cpp", "out19.o", "out22.o", "ref.o"]
+
+
+SWITCH_SCONSTRUCT = """
+env = Environment(tools=['default', 'offload'], OFFLOAD_ARCHS=ARGUMENTS['archs'].split(','), OFFLOAD_CLANG='clang-19',
+                  OFFLOAD_SPLIT_DEVICE_LINK=ARGUMENTS.get('split', '1') == '1')
+env.OffloadProgram('bin/app', ['app/off.cpp', 'src/k.cpp'])
+env.OffloadSharedLibrary('shlib/bar', ['src/k.cpp'])
+"""
+
+
+@pytest.mark.parametrize("steps", [("archs=sm_80", "archs=sm_80,gfx90a"),
+                                   ("archs=gfx90a", "archs=gfx90a split=0")])
+def test_clean_after_the_split_turns_on_or_off(tmp_path, steps):
+    """A link built from fat objects and then split (an AMD arch added), or split and then not:
+    `scons -c` with the last settings removes the files of both ways."""
+    need_tool("clang-19")
+    files = {"SConstruct": SWITCH_SCONSTRUCT, "app/off.cpp": OFF_CONSUMER, "src/k.cpp": LIB_K}
+    p = Project(tmp_path / "p", files)
+    for step in steps:
+        p.scons(*step.split())
+        assert _output(p.root / "bin/app") == "k 107 e 1\n"
+    made = _files(p.root)
+    assert {"bin/app.offload.o", "app/off.o", "shlib/libbar.so.offload.o", "src/k.os"} <= made, sorted(made)
+    _clean_leaves_sources(p, set(files), *steps[-1].split())
+
+
+TWO_FOLDERS_SCONSTRUCT = """
+env = Environment(tools=['default', 'offload'], OFFLOAD_ARCHS=['sm_80', 'gfx90a'], OFFLOAD_CLANG='clang-19')
+Export('env')
+SConscript('one/SConscript')
+SConscript('two/SConscript')
+env.Program('bin/useone', ['app/use.cpp'], LIBS=['kern'], LIBPATH=['one'])
+env.OffloadProgram('bin/usetwo', ['app/use_off.cpp'], LIBS=['kern'], LIBPATH=['two'])
+"""
+
+
+def test_same_names_in_two_sconscripts(tmp_path):
+    """Two SConscripts of one environment, each a library `kern` of its own `k.cpp` (the same names
+    relative to their folders): each library is made of its own source's host and device objects."""
+    need_tool("clang-19")
+    files = {"SConstruct": TWO_FOLDERS_SCONSTRUCT,
+             "one/SConscript": "Import('env')\nenv.OffloadStaticLibrary('kern', ['k.cpp'])\n",
+             "two/SConscript": "Import('env')\nenv.OffloadSharedLibrary('kern', ['k.cpp'])\n",
+             "one/k.cpp": LIB_K, "two/k.cpp": LIB_K.replace("d = 7", "d = 2").replace("100 +", "200 +"),
+             "app/use.cpp": CONSUMER, "app/use_off.cpp": OFF_CONSUMER}
+    p = Project(tmp_path / "p", files)
+    cp = p.scons()
+    assert "DEVICELINK gfx90a two/libkern.so.gfx90a.devlink.o" in cp.stdout
+    made = _files(p.root)
+    for folder in ("one", "two"):
+        assert {f"{folder}/k.sm_80.o", f"{folder}/k.gfx90a.bc"} <= made, sorted(made)
+    assert _output(p.root / "bin/useone") == "k 107\n"
+    assert _output(p.root / "bin/usetwo", str(p.root / "two")) == "k 202 e 1\n"
+    # The shared library's device images are its own source's (checked by entries: offload-tool verify).
+    from conftest import run_cli
+    for lib in ("two/libkern.so", "bin/usetwo"):
+        v = run_cli("tool", "verify", str(p.root / lib))
+        assert v.returncode == 0, (lib, v.stdout.decode() + v.stderr.decode())
+    assert p.up_to_date()
+    _clean_leaves_sources(p, set(files))

@@ -17,6 +17,7 @@ import SCons.Action
 import SCons.Builder
 import SCons.Errors
 import SCons.Node
+import SCons.Node.FS
 import SCons.Util
 
 from . import _archs, _signatures, _variables
@@ -159,7 +160,10 @@ class Registry:
         """The nodes of `path`, made by `make()` on the first request. `wants()` describes a
         request; it is only evaluated when a second one arrives (substitution is not free at
         thousands of nodes)."""
-        key = (id(env), path, kind)
+        # `path` is what `Node.get_path()` gives: relative to SCons's current folder, which is the
+        # folder of the SConscript being read. Two SConscripts' `k.cpp` are two requests.
+        key = (id(env), os.path.normpath(os.path.join(SCons.Node.FS.get_default_fs().getcwd().get_abspath(), path)),
+               kind)
         if key in self.nodes:
             first_wants, made = self.nodes[key]
             if first_wants.same_as(wants):

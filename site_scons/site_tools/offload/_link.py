@@ -16,6 +16,7 @@ import sys
 
 import SCons.Action
 import SCons.Scanner.Prog
+import SCons.Script
 import SCons.Util
 
 from . import _archs, _compile, _languages, _libraries, _nvcc_link, _openmp_sources, _settings_check, _variables
@@ -155,6 +156,8 @@ def OffloadSharedLibrary(env, target, source, **kw):
 
 def _link_inputs(env, target, sources, kw, pic=False) -> list:
     split = _split_link_inputs(env, target, nodes(env, sources), kw, pic)
+    if split is None:
+        _clean_split_leftovers(env, target)
     objs = split if split is not None else _compile.objects(env, sources, kw, pic=pic)
     # nvcc's -rdc=true objects: their device link first, as nvcc links it (archive members it
     # registers are then taken from the archives that follow).
@@ -258,7 +261,33 @@ def _split_link_inputs(env, target, items_in, kw, pic):
                         else [n])
         else:
             objs.append(parts[0])
+            if _languages.is_offload_source(n):
+                _clean_fat_leftovers(env, carrier, parts[0], pic)
     return objs + [carrier[1]]
+
+
+# A program linked split after it was linked from fat objects (an AMD arch added), or the other way
+# round, leaves the files of the other way behind: no node of this build names them. `scons -c`
+# removes them too (they are the tool's names, see the docs' file table).
+
+def _clean_fat_leftovers(env, owner, host, pic) -> None:
+    """`x.o` + `x.pkg` (`x.os` + `x.pic.pkg`) of a source whose host object is `x.host.o` (`.os`)."""
+    if not SCons.Script.GetOption("clean"):
+        return
+    base, ext = os.path.splitext(host.name)
+    if not base.endswith(".host"):
+        return
+    stem = base[:-len(".host")]
+    env.Clean(owner, [host.dir.File(stem + ext), host.dir.File(stem + (".pic.pkg" if pic else ".pkg"))])
+
+
+def _clean_split_leftovers(env, target) -> None:
+    """The carrier and device links of a split link (`app.offload.o`, `app.offload.pkg`,
+    `app.<arch>.devlink.o`) when this link is not split."""
+    if not SCons.Script.GetOption("clean"):
+        return
+    env.Clean(target, [target.dir.File(target.name + ".offload.o"), target.dir.File(target.name + ".offload.pkg")])
+    _compile.clean_stale_archs(env, target, target.dir, target.name + ".", (".o",), [])
 
 
 # --------------------------------------------------------------------------------------------
