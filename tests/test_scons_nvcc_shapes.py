@@ -334,3 +334,24 @@ def test_file_and_folder_names_with_blanks_quotes_and_dollars(tmp_path):
     for f in ("src dir/my kern.cu", "it's/k'q.cu", "d$x/k$y.cu"):
         p.recreate(f)
     assert p.up_to_date()
+
+
+# --------------------------------------------------------------------------------------------
+# The shell's reading of a line (nvcc's --dryrun lines, SCons's command lines)
+
+def test_sh_words_reads_a_line_as_the_shell_does():
+    import subprocess
+    import sys
+    sys.path.insert(0, str(__import__("scons_helpers").REPO / "site_scons"))
+    from site_tools.offload import _nvcc
+    variables = {"X": "1 2", "E": "", "CICC_PATH": "/c p"}
+    lines = ['a b', '"a b" c', "'x y'z", 'a\\ b', '"q\\"r"', '"$X"', '$X', 'a$X b', '"$CICC_PATH/cicc" -arch x',
+             'x$E y', '"-DV=\\"1,2\\""', '-D "A=\\"b $X\\""', 'a\\$b', '"a\\$b"', '"a\\b"', "a'b c'd", '$ x', '"$"',
+             '${X}y', 'a # b', 'a#b', '"" x', "-D 'COST=\"$5, each\"'"]
+    for line in lines:
+        shell = subprocess.run(["/bin/sh", "-c", 'X="1 2"; E=; CICC_PATH="/c p"; printf "%s\\0" ' + line],
+                               capture_output=True, check=True).stdout.decode().split("\0")[:-1]
+        assert _nvcc.sh_words(line, variables) == shell, line
+    for line in ('a `b`', 'a $(b)', 'a; b', 'a "b'):
+        with pytest.raises(_nvcc._NotSimple):
+            _nvcc.sh_words(line, variables)

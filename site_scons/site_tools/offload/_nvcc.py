@@ -247,7 +247,7 @@ def command_words(words) -> list:
     that does not come through)."""
     out = []
     for w in words:
-        if not _SHELL_SPECIAL.intersection(w):
+        if w and not _SHELL_SPECIAL.intersection(w):
             out.append(w)
         elif any(c in w for c in " \t\n"):
             out.append(SCons.Subst.Literal(w))
