@@ -120,7 +120,7 @@ def _wrapper(folder, name: str, real: str, log) -> str:
 
 def test_wrapper_script_as_offload_clang(tmp_path):
     """A site wrapper in a folder of its own (no LLVM beside it): the tool asks it where the
-    OpenMP runtimes and llc are, and the program builds, carries both archs, runs and verifies."""
+    OpenMP runtimes are, and the program builds, carries both archs, runs and verifies."""
     need_tool("clang-19")
     log = tmp_path / "wrapper.log"
     wrapper = _wrapper(tmp_path / "site-bin", "cc-offload", shutil.which("clang-19"), log)
@@ -129,7 +129,7 @@ def test_wrapper_script_as_offload_clang(tmp_path):
                                       f"OFFLOAD_CLANG={wrapper!r}, OFFLOAD_ARCHS=['sm_80', 'gfx90a']"))
     p.write("src/a.c", OMP_SRC)
     cp = p.scons()
-    assert counts(cp)["DEVICELINK"] == 1  # llc found through the wrapper: the split device link is on
+    assert counts(cp)["DEVICELINK"] == 1  # the split device link is on behind the wrapper
     assert "--libomptarget-nvptx-bc-path=" in log.read_text() or device_archs(cp)["sm_80"] == 1
     out = run_built(p.root / "app")
     assert out.returncode == 0 and "PASS" in out.stdout, out.stdout + out.stderr

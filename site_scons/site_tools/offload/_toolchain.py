@@ -2,13 +2,12 @@
 
 A compiler's layout is never guessed from where its executable lives: `/usr/lib/ccache/clang-19`
 is a symlink to ccache, a Spack or site wrapper is a script in a folder of its own, and neither has
-LLVM's `lib` or `llc` beside it. So the compiler is asked, through the same command and with the
+LLVM's `lib` beside it. So the compiler is asked, through the same command and with the
 same environment the build will run it with:
 
 - `--version`: its identity (part of every signature of what it builds) and major version;
 - `-print-file-name=libomptarget.so` and the OpenMP device runtime's name: where LLVM's OpenMP
-  runtime lives (rpath, `-L`, and the NVIDIA device bitcode that clang 19 must be told about);
-- `-print-prog-name=llc` (and the linker wrapper, lld): the helper programs of *that* LLVM.
+  runtime lives (rpath, `-L`, and the NVIDIA device bitcode that clang 19 must be told about).
 
 The queries run in parallel, once per (command, resolved path, PATH) per SCons process."""
 
@@ -37,7 +36,6 @@ _CLANG_RE = re.compile(r"^clang-(\d+)$")
 # Names of the OpenMP device runtime archive: LLVM 19 ships `libomptarget.devicertl.a`, later
 # releases `libompdevice.a`.
 DEVICE_RUNTIME_NAMES = ("libomptarget.devicertl.a", "libompdevice.a")
-HELPER_PROGRAMS = ("llc", "clang-linker-wrapper", "ld.lld")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,7 +48,6 @@ class Compiler:
     major: int | None             # clang major version, when it is a clang
     openmp_lib_dir: str | None    # folder of libomptarget.so (the host OpenMP offload runtime)
     device_runtime: str | None    # path of the OpenMP device runtime archive
-    programs: dict                # helper program name -> absolute path, or None when absent
     # Folder of `libomptarget-nvptx*.bc`, which clang 19 wants named with
     # `--libomptarget-nvptx-bc-path` (looked up once, with the probe), or None.
     nvptx_bitcode_dir: str | None = None
@@ -59,9 +56,6 @@ class Compiler:
     def has_openmp_offload(self) -> bool:
         """OpenMP offload can build and run with this clang: host and device runtimes found."""
         return bool(self.openmp_lib_dir and self.device_runtime)
-
-    def program(self, name: str) -> str | None:
-        return self.programs.get(name)
 
 
 def _nvptx_bitcode_dir(*folders: str | None) -> str | None:
@@ -149,26 +143,24 @@ def probe_compiler(env, command: str, clang: bool = True) -> Compiler:
         return _COMPILERS[key]
     penv = build_env(env)
     if path is None:
-        info = Compiler(command, None, "missing", None, None, None, {})
+        info = Compiler(command, None, "missing", None, None, None)
     else:
         queries = [[path, "--version"]]
         if clang:
             queries += [[path, "-print-file-name=libomptarget.so"]]
             queries += [[path, f"-print-file-name={n}"] for n in DEVICE_RUNTIME_NAMES]
-            queries += [[path, f"-print-prog-name={p}"] for p in HELPER_PROGRAMS]
         answers = _asked(env, command, path, penv, clang, queries)
         identity = _identity_text(answers[0])
         m = re.search(r"clang version (\d+)", identity)
         if clang:
             omp = _found_file(answers[1])
             runtimes = [_found_file(a) for a in answers[2:2 + len(DEVICE_RUNTIME_NAMES)]]
-            progs = {p: _found_file(a) for p, a in zip(HELPER_PROGRAMS, answers[2 + len(DEVICE_RUNTIME_NAMES):])}
             lib_dir = os.path.dirname(omp) if omp else None
             runtime = next(filter(None, runtimes), None)
-            info = Compiler(command, path, identity, int(m.group(1)) if m else None, lib_dir, runtime, progs,
+            info = Compiler(command, path, identity, int(m.group(1)) if m else None, lib_dir, runtime,
                             _nvptx_bitcode_dir(lib_dir, os.path.dirname(runtime or "")))
         else:
-            info = Compiler(command, path, identity, int(m.group(1)) if m else None, None, None, {})
+            info = Compiler(command, path, identity, int(m.group(1)) if m else None, None, None)
     _COMPILERS[key] = info
     return info
 

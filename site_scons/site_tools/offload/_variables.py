@@ -54,12 +54,6 @@ def llvm_libdir(env) -> str:
     return (info.openmp_lib_dir or "") if info else ""
 
 
-def has_llc(env) -> bool:
-    """The clang in use has an `llc` (Debian: package llvm-N), which the split device link runs."""
-    info = clang_info(env)
-    return bool(info and info.program("llc"))
-
-
 def _clang_id(target, source, env, for_signature):
     """Identity of the clang in use (`--version`), for the varlist of actions it drives."""
     info = clang_info(env)
@@ -93,11 +87,6 @@ def _device_runtime_flags(target, source, env, for_signature):
     if not rt:
         return ""
     return f"-L{os.path.dirname(rt)} -l{os.path.basename(rt)[3:-2]}"
-
-
-def _llc(target, source, env, for_signature):
-    info = clang_info(env)
-    return (info.program("llc") or "llc") if info else "llc"
 
 
 def _nvptx_bc_path(env) -> str:
@@ -398,7 +387,6 @@ CALLABLES = {
     "_OFFLOAD_BUNDLETYPE": _bundle_type,
     "_OFFLOAD_VERIFY_CMDS": _verify_cmds,
     "_OFFLOAD_DEVICE_RUNTIME": _device_runtime_flags,
-    "_OFFLOAD_LLC": _llc,
 }
 
 
