@@ -361,6 +361,33 @@ def test_two_requests_for_one_target_that_want_different_things(tmp_path):
     p.scons("-n")
 
 
+def test_a_way_of_building_is_one_flavour_and_one_record(tmp_path):
+    """A toy flavour (clang's per-arch graph with a runtime of its own, here an rpath its link
+    adds) and a toy language naming it, from the SConstruct: its sources get per-arch device
+    nodes, its programs link with the flavour's runtime flags, and a static library's ld script
+    names the flavour's library inputs."""
+    need_tool("clang-19")
+    p = Project(tmp_path)
+    p.write("SConstruct", _sconstruct(
+        "env.OffloadAddFlavour('toy-clang', link_flags=['-Wl,-rpath,/toy/flavour/lib'], library_inputs=['-lm'])\n"
+        "env.OffloadAddLanguage('toy', suffixes=['.omp'], offload_kind='openmp', vendors=['amd'],\n"
+        "    host_flags='-x c -fopenmp -fopenmp-targets=amdgcn-amd-amdhsa $_OFFLOAD_SOURCE_ID',\n"
+        "    device_flags='-x c -fopenmp $_OFFLOAD_SOURCE_ID', file_identity=True,\n"
+        "    flavours=[('clang', 'toy-clang')])\n"
+        "env.OffloadProgram('app', ['src/a.omp'])\n"
+        "env.OffloadStaticLibrary('lib/toy', ['src/b.omp'])",
+        "OFFLOAD_CLANG='clang-19', OFFLOAD_ARCHS=['sm_80', 'gfx90a']"))
+    p.write("src/a.omp", OMP_SRC)
+    p.write("src/b.omp", "int b(void) { int r = 1;\n#pragma omp target map(tofrom: r)\n r = 0;\n return r; }\n")
+    cp = p.scons()
+    assert device_archs(cp) == {"gfx90a": 2}
+    out = run_built(p.root / "app")
+    assert out.returncode == 0 and "PASS" in out.stdout
+    dynamic = subprocess.run(["readelf", "-d", str(p.root / "app")], capture_output=True, text=True).stdout
+    assert "/toy/flavour/lib" in dynamic
+    assert "-lm" in (p.root / "lib/libtoy.a").read_text()
+
+
 def test_a_language_is_one_record(tmp_path):
     """A toy language (OpenMP offload C in `.omp` files, built for AMD archs only) added as one
     `Language` record, from the SConstruct: its sources get per-arch device nodes and link."""

@@ -119,6 +119,12 @@ def settings(env, kw):
     return env.Override(kw) if kw else env
 
 
+def pic_overrides(senv, o: dict) -> None:
+    """Add to overrides `o` what makes a compile position-independent (a shared library's)."""
+    o["_OFFLOAD_PIC"] = 1
+    o["OFFLOAD_HOSTFLAGS"] = SCons.Util.CLVar(senv.get("OFFLOAD_HOSTFLAGS", [])) + ["-fPIC"]
+
+
 _GROUP_ENVS: dict[tuple, object] = {}
 
 

@@ -25,11 +25,11 @@ import SCons.Subst
 import SCons.Tool
 import SCons.Util
 
-from . import _archs, _compdb, _consume, _host_ir, _languages, _nvcc, _openmp_sources, _settings_check, _toolchain
+from . import _archs, _compdb, _consume, _host_ir, _languages, _openmp_sources, _toolchain
 from ._signatures import GroupSignatureAction
 from ._archs import archs_for, file_safe
 from ._builders import (COMPILER_VARS, LAUNCH, LIBRARY_VARS, PACKAGE_EMBED, PY, action, builder, canonical, group_builder,
-                        group_env, node, nodes, package_embed_builder, registry, settings, stem, wants)
+                        group_env, node, nodes, package_embed_builder, pic_overrides, registry, settings, stem, wants)
 from ._languages import language_of
 
 COMMANDS = {
@@ -193,7 +193,7 @@ def _device_suffix(env, sources) -> str:
     return f".{file_safe(arch)}{lang.device_suffix(_archs.vendor(arch))}"
 
 
-def _object_suffix(env, sources) -> str:
+def object_suffix(env, sources) -> str:
     """The object a source becomes (what links): `<stem>.o` (`.os` position-independent)."""
     return "$SHOBJSUFFIX" if env.get("_OFFLOAD_PIC") else "$OBJSUFFIX"
 
@@ -270,13 +270,13 @@ def builders() -> dict:
                                          source_scanner=scanner, suffix=_device_suffix, src_suffix=src_suffix,
                                          emitter=_mark(image=True)),
         "_OffloadNvccCompile": builder(action=action("OFFLOAD_NVCCCOM", ["_OFFLOAD_NVCC_ID"]), source_scanner=scanner,
-                                       suffix=_object_suffix, src_suffix=".cu", emitter=_mark()),
+                                       suffix=object_suffix, src_suffix=".cu", emitter=_mark()),
         "_OffloadHipfb": builder(action=action("OFFLOAD_HIPFBCOM", LIBRARY_VARS), emitter=_hipfb_emitter),
         "_OffloadPackage": builder(action=action("OFFLOAD_PACKAGECOM", LIBRARY_VARS + ["_OFFLOAD_PACKAGERFLAGS"]),
                                    suffix=".pkg"),
-        "_OffloadEmbed": builder(action=action("OFFLOAD_EMBEDCOM", LIBRARY_VARS), suffix=_object_suffix,
+        "_OffloadEmbed": builder(action=action("OFFLOAD_EMBEDCOM", LIBRARY_VARS), suffix=object_suffix,
                                  emitter=_mark()),
-        "_OffloadPackageEmbed": package_embed_builder("OFFLOAD_PACKAGEEMBEDCOM", suffix=_object_suffix,
+        "_OffloadPackageEmbed": package_embed_builder("OFFLOAD_PACKAGEEMBEDCOM", suffix=object_suffix,
                                                       emitter=_package_emitter),
     }
 
@@ -392,15 +392,10 @@ def require_clang(env):
 # --------------------------------------------------------------------------------------------
 # Host and device compiles
 
-def _request_key(env, s, target, what: str) -> str:
+def request_key(env, s, target, what: str) -> str:
     """What the registry knows a compile request by: its target when the caller named one, else
     its source and what is made of it (the builder names the file)."""
     return node(env, target).get_path() if target else f"{s.get_path()} [{what}]"
-
-
-def _pic_overrides(senv, o: dict) -> None:
-    o["_OFFLOAD_PIC"] = 1
-    o["OFFLOAD_HOSTFLAGS"] = SCons.Util.CLVar(senv.get("OFFLOAD_HOSTFLAGS", [])) + ["-fPIC"]
 
 
 def host_object(env, s, target, kw, extra_sources=(), pic=False):
@@ -416,7 +411,7 @@ def host_object(env, s, target, kw, extra_sources=(), pic=False):
                                        f"$( -DOFFLOAD_TOOL_FATBIN_ID=$_OFFLOAD_FATBIN_ID -include {ID_HEADER} $)"
                                        if extra_sources else "")
         if pic:
-            _pic_overrides(senv, o)
+            pic_overrides(senv, o)
         genv = group_env(env, o)
         if _host_ir.wanted(env, kw, lang):
             # The object from the host IR the device compiles read (`_host_ir`).
@@ -434,7 +429,7 @@ def host_object(env, s, target, kw, extra_sources=(), pic=False):
         return made
 
     what = "host" + ("+hipfb" if extra_sources else "") + (" pic" if pic else "")
-    return registry.get(env, _request_key(env, s, target, what), "host",
+    return registry.get(env, request_key(env, s, target, what), "host",
                         wants(senv, lang.name, kw.get("OFFLOAD_CLANG"), kw=kw), make)
 
 
@@ -457,7 +452,7 @@ def host_ir(env, s, target, kw, pic=False):
     def make():
         o = _common_overrides(senv, s, lang, kw)
         if pic:
-            _pic_overrides(senv, o)
+            pic_overrides(senv, o)
         genv = group_env(env, o)
         made = genv._OffloadHostIR(ir, s)
         _compdb.record(genv, made, [s], "OFFLOAD_HOSTIRCOM")
@@ -488,7 +483,7 @@ def device_object(env, s, arch, target, kw, ir=None):
         _compdb.record(genv, made, [s], "OFFLOAD_DEVICECOM")
         return made
 
-    return registry.get(env, _request_key(env, s, target, f"device {arch}"), "device",
+    return registry.get(env, request_key(env, s, target, f"device {arch}"), "device",
                         wants(senv, lang.name, kw.get("OFFLOAD_CLANG"), kw=kw), make)
 
 
@@ -535,135 +530,6 @@ def OffloadEmbed(env, target, source, **kw):
 
 
 # --------------------------------------------------------------------------------------------
-# The per-source object
-
-def OffloadObject(env, source, target=None, **kw):
-    """The workhorse: host compile once + one device compile per arch + package + embed.
-
-    Returns the object to link (one per source). The parts are on the node as
-    `node.attributes.offload_parts` (dict: host, devices {arch: node}, package)."""
-    out = []
-    for s in nodes(env, source):
-        out.extend(offload_object(env, s, target, kw))
-    return SCons.Util.NodeList(out)
-
-
-def offload_object(env, s, target, kw, pic=False):
-    senv = settings(env, kw)
-    lang = language_of(s, senv)
-    if lang.offload_kind is None:
-        return _plain_host_object(env, s, target, kw, pic)
-    archs = archs_for(lang, canonical(senv))
-    # The object a source becomes is named here, for every compiler: its builders (package +
-    # embed, HIP's host compile, nvcc) take it as their target.
-    fat = node(env, target) if target else s.dir.File(stem(s) + senv.subst(_object_suffix({"_OFFLOAD_PIC": pic}, [s])))
-    compiler = _languages.compiler_for(senv, lang)
-    if compiler != "nvcc":
-        _archs.refuse_ptx_only(archs, compiler, lang.name)
-
-    _settings_check.check(env, kw, senv)
-
-    def make():
-        made = _make()
-        for n in made:
-            n.attributes.offload_compiler = compiler
-        return made
-
-    def _make():
-        if compiler == "nvcc":
-            return _nvcc_object(env, senv, s, fat, archs, kw, pic)
-        if compiler == "hipcc":
-            # hipcc (clang 15 underneath) takes the same per-arch graph as clang: its path
-            # replaces OFFLOAD_CLANG in these nodes (and its identity goes into their varlist).
-            _toolchain.require(senv, "OFFLOAD_HIPCC", "hipcc")
-            kw2 = dict(kw, OFFLOAD_CLANG="$OFFLOAD_HIPCC")
-        else:
-            kw2 = kw
-        # OpenMP: the host IR of this object's host compile, read by every device compile.
-        ir = host_ir(env, s, None, kw, pic)[0] if _host_ir.wanted(env, kw, lang) else None
-        devices = {a: device_object(env, s, a, None, kw2, ir)[0] for a in archs}
-        parts = {"host": None, "devices": devices, "package": None}
-        if lang.bundled_device_code:
-            extra = []
-            if devices:
-                hipfb = env._OffloadHipfb(fat, list(devices.values()), **kw)
-                parts["package"] = hipfb[0]
-                extra = [hipfb[0]]
-            kw2 = dict(kw2, _OFFLOAD_HOST_ARCHFLAGS=" ".join(f"--offload-arch={a}" for a in archs))
-            made = host_object(env, s, fat, kw2, extra_sources=extra, pic=pic)
-            parts["host"] = made[0]
-        else:
-            host = host_object(env, s, None, kw, pic=pic)
-            parts["host"] = host[0]
-            if devices:
-                # Package and fat object: two targets of one action (run inside SCons).
-                both = env._OffloadPackageEmbed(fat, [host[0]] + list(devices.values()), _OFFLOAD_PIC=pic,
-                                                _OFFLOAD_LANG=lang.name, **kw)
-                parts["package"] = both[0]
-                made = both[1:]
-            else:
-                made = host
-        for n in made:
-            n.attributes.offload_lang = lang.name
-            n.attributes.offload_parts = parts
-        return made
-
-    return registry.get(env, fat.get_path(), "object", wants(senv, lang.name, compiler, lang.driver, ",".join(archs), kw=kw),
-                        make)
-
-
-def _plain_host_object(env, s, target, kw, pic):
-    """A plain host source of an offload program: the environment's own C/C++ compile, with
-    `$OFFLOAD_HOSTFLAGS` after `$CCFLAGS` as in every other host compile (`-march=native` there
-    reaches `main.cpp` too)."""
-    senv = settings(env, kw)
-    build = env.SharedObject if pic else env.StaticObject
-    o = {k: v for k, v in kw.items() if k != "OFFLOAD_LANG"}
-    if senv.get("OFFLOAD_HOSTFLAGS"):
-        o["CCFLAGS"] = SCons.Util.CLVar(senv.get("CCFLAGS", [])) + SCons.Util.CLVar(senv["OFFLOAD_HOSTFLAGS"])
-
-    def make():
-        made = build(target, s, **o) if target else build(s, **o)
-        for n in made:
-            n.attributes.offload_lang = "host"
-            n.attributes.offload_compiler = "host"
-        return made
-
-    return registry.get(env, _request_key(env, s, target, "plain" + (" pic" if pic else "")), "plain",
-                        wants(senv, "host", kw=kw), make)
-
-
-def _nvcc_object(env, senv, s, fat, archs, kw, pic):
-    """nvcc: the steps of its `--dryrun` as nodes per arch (`_nvcc`), else one compile per source
-    with a `-gencode` per arch; objects of relocatable device code are marked for the device link."""
-    _toolchain.require(senv, "OFFLOAD_NVCC", "nvcc")
-    o = dict(kw, _OFFLOAD_NVCC_ARCHS=list(archs), _OFFLOAD_LANG="cuda")
-    if pic:
-        _pic_overrides(senv, o)
-    plan = _nvcc.plan_for(senv, o, [fat], [s])
-    made = _nvcc.split_object(env, senv, s, fat, o, plan) if plan else env._OffloadNvccCompile(fat, s, **o)
-    for n in made if not plan else ():
-        n.attributes.offload_parts = {"host": n, "devices": {}, "package": None}
-    _nvcc.clean_leftovers(env, made, fat.dir, stem(fat) + ".")
-    _nvcc.mark(made, senv, o, plan)
-    _compdb.record(senv.Override(o), made, [s], "OFFLOAD_NVCCDBCOM")
-    return made
-
-
-def objects(env, sources, kw, pic=False) -> list:
-    """Sources compiled with OffloadObject; objects (anything else) passed through."""
-    out = []
-    srcs = nodes(env, sources)
-    beside_gpu = _openmp_sources.gpu_language_sources(env, srcs, kw)
-    for n in srcs:
-        if _languages.is_offload_source(n):
-            out.extend(offload_object(env, n, None, _openmp_sources.source_kw(env, n, kw, beside_gpu), pic=pic))
-        else:
-            out.append(n)
-    return out
-
-
-# --------------------------------------------------------------------------------------------
 # `scons -c` and archs no longer configured
 
 def clean_stale_archs(env, owners, folder, prefix: str, suffixes: tuple[str, ...], archs: list[str]) -> None:
@@ -689,4 +555,4 @@ def clean_stale_archs(env, owners, folder, prefix: str, suffixes: tuple[str, ...
         env.Clean(owners, folder.File(name))
 
 
-PSEUDO_BUILDERS = [OffloadHostObject, OffloadDeviceObject, OffloadPackage, OffloadEmbed, OffloadObject]
+PSEUDO_BUILDERS = [OffloadHostObject, OffloadDeviceObject, OffloadPackage, OffloadEmbed]

@@ -16,16 +16,14 @@ from . import _toolchain
 CHOICES = ("new", "old", "auto")
 
 
-def driver_of(env, lang) -> str:
-    """'new' or 'old' for sources of `lang` built in `env`."""
+def driver_of(env, lang, compiler: str) -> str:
+    """'new' or 'old' for sources of `lang` built in `env` by `compiler` ('clang' or 'hipcc')."""
     var = lang.driver_var
     value = env.subst("$" + var).strip() if env.get(var) else "auto"
     if value not in CHOICES:
         raise SCons.Errors.UserError(f"offload: {var} must be 'new', 'old' or 'auto', not '{value}'")
     if value != "auto":
         return value
-    from ._languages import compiler_for
-    compiler = compiler_for(env, lang)
     command_var = "OFFLOAD_HIPCC" if compiler == "hipcc" else "OFFLOAD_CLANG"
     _toolchain.require(env, command_var, compiler)
     command = env.subst("$" + command_var)

@@ -12,6 +12,8 @@ import os
 
 import SCons.Errors
 
+from . import _drivers
+
 
 @dataclasses.dataclass(frozen=True)
 class Language:
@@ -27,6 +29,8 @@ class Language:
     # Variable naming the compiler ('clang' unless set), and the compilers it may name.
     compiler_var: str | None = None
     compilers: tuple[str, ...] = ("clang",)
+    # The flavour (`_flavours`: how its sources are built) for each compiler, by name.
+    flavours: tuple[tuple[str, str], ...] = (("clang", "clang"),)
     # Offload entry names are derived from the source file's identity (st_dev, st_ino): host and
     # device objects must come from the same file, on this machine (never a distributed compile).
     file_identity: bool = False
@@ -64,7 +68,8 @@ OPENMP = Language(
     "openmp", (".c", ".cc", ".cpp", ".cxx", ".C", ".c++"), "openmp", ("nvidia", "amd"),
     host_flags=f"-fopenmp {OPENMP_TARGETS} $_OFFLOAD_SOURCE_ID",
     device_flags="-fopenmp $_OFFLOAD_SOURCE_ID",
-    file_identity=True, host_ir=True, host_backend_flags=f"-fopenmp {OPENMP_TARGETS}")
+    file_identity=True, host_ir=True, host_backend_flags=f"-fopenmp {OPENMP_TARGETS}",
+    flavours=(("clang", "openmp-clang"),))
 
 # CUDA, new driver + RDC: clang 19 does not forward `-cuid=` there ("argument unused") and names
 # externalised device statics after the file's (dev, inode) instead, so the pinned CUID goes
@@ -74,7 +79,8 @@ CUDA = Language(
     host_flags="-x cuda --offload-new-driver -fgpu-rdc -Xclang -cuid=$_OFFLOAD_CUID -Wno-unknown-cuda-version "
                "$_OFFLOAD_CUDAPATHFLAG",
     device_flags="-x cuda --offload-new-driver -fgpu-rdc -Xclang -cuid=$_OFFLOAD_CUID -Wno-unknown-cuda-version",
-    compiler_var="OFFLOAD_CUDA_COMPILER", compilers=("clang", "nvcc"))
+    compiler_var="OFFLOAD_CUDA_COMPILER", compilers=("clang", "nvcc"),
+    flavours=(("clang", "cuda-clang"), ("nvcc", "cuda-nvcc")))
 
 # HIP, old driver: per-arch code objects bundled into a `.hipfb` that the host compile includes.
 # clang drops `-cuid=` from `--offload-host-only` compiles (every host object would then define
@@ -86,6 +92,7 @@ HIP = Language(
                "$_OFFLOAD_HIPFB_INCLUDE",
     device_flags="-x hip --no-gpu-bundle-output -cuid=$_OFFLOAD_CUID",
     compiler_var="OFFLOAD_HIP_COMPILER", compilers=("clang", "hipcc"),
+    flavours=(("clang", "hip-bundled"), ("hipcc", "hip-bundled-hipcc")),
     bundled_device_code=True,
     # HIP, new driver + RDC (OFFLOAD_HIP_DRIVER): per-arch bitcode packaged (kind hip) and embedded
     # in `.llvm.offloading` like CUDA; the link's clang-linker-wrapper makes the `.hip_fatbin`. The
@@ -94,11 +101,12 @@ HIP = Language(
     new_driver=(("host_flags", "-x hip --offload-new-driver -fgpu-rdc -Xclang -cuid=$_OFFLOAD_CUID "
                                "$_OFFLOAD_ROCMFLAGS"),
                 ("device_flags", "-x hip --offload-new-driver -fgpu-rdc -Xclang -cuid=$_OFFLOAD_CUID"),
-                ("bundled_device_code", False)))
+                ("bundled_device_code", False),
+                ("flavours", (("clang", "hip-packaged"), ("hipcc", "hip-packaged-hipcc")))))
 
 # A plain host source in an offload program (`main.cpp` of a CUDA program): the environment's own
 # C/C++ compile (`Object`), no device compile, no offload flags.
-HOST = Language("host", (), None)
+HOST = Language("host", (), None, flavours=(("clang", "host"),))
 
 LANGUAGES: dict[str, Language] = {}
 _BY_SUFFIX: dict[str, Language] = {}
@@ -157,8 +165,7 @@ def resolve(lang: Language, env) -> Language:
     for the driver chosen (see `_drivers`), `driver` naming it."""
     if not lang.driver_var or lang.driver:
         return lang
-    from . import _drivers
-    if _drivers.driver_of(env, lang) == "new":
+    if _drivers.driver_of(env, lang, compiler_for(env, lang)) == "new":
         return dataclasses.replace(lang, driver="new", **dict(lang.new_driver))
     return dataclasses.replace(lang, driver="old")
 

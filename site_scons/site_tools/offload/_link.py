@@ -19,7 +19,7 @@ import SCons.Scanner.Prog
 import SCons.Script
 import SCons.Util
 
-from . import _archs, _compile, _languages, _libraries, _nvcc_link, _openmp_sources, _settings_check, _variables
+from . import _archs, _compile, _flavours, _languages, _libraries, _nvcc_link, _objects, _settings_check, _variables
 from . import _consume
 from ._archs import archs_for, file_safe
 from ._builders import (COMPILER_VARS, LIBRARY_VARS, PACKAGE_EMBED, action, builder, canonical, node, nodes,
@@ -54,6 +54,47 @@ COMSTRS = {
 }
 
 
+def _link_flags(target, source, env, for_signature):
+    """Offload flags of a final or relocatable link. With OpenMP objects (or objects of unknown
+    origin): the OpenMP runtime and device runtime for every linked arch. Without: a CUDA / HIP
+    link as clang does it (`--offload-link`, no OpenMP runtime); plus the runtimes of the objects'
+    flavours (`Flavour.link_flags`)."""
+    archs = env.get("_OFFLOAD_LINK_ARCHS") or []
+    present = set(env.get("_OFFLOAD_LINK_FLAVOURS") or ())
+    openmp = env.get("_OFFLOAD_LINK_OPENMP", True)
+    flags = ["-fopenmp"] if openmp else ["--offload-link"]
+    jobs = env.get("OFFLOAD_LINK_JOBS")
+    if callable(jobs):
+        jobs = jobs()
+    if jobs and int(jobs) > 1:
+        # Device links of the archs run in parallel in clang-linker-wrapper; not in signatures.
+        flags.append(f"$( -Wl,--wrapper-jobs={int(jobs)} $)")
+    if archs and openmp:
+        flags.append("--offload-arch=" + ",".join(archs))
+    libdir = _variables.llvm_libdir(env)
+    if openmp and libdir and os.path.isfile(os.path.join(libdir, "libomptarget.so")):
+        # libomptarget lives outside the default search path (Debian: /usr/lib/llvm-N/lib): record
+        # it, so programs run and consumers of a shared library link without extra flags.
+        flags.append(f"-Wl,-rpath,{libdir}")
+    vendors = {_archs.vendor(a) for a in archs}
+    if "nvidia" in vendors:
+        bc = _variables.nvptx_bc_path(env) if openmp else ""
+        if bc:
+            flags.append("--libomptarget-nvptx-bc-path=" + bc)
+        if env.get("OFFLOAD_CUDA_PATH"):
+            flags.append("--cuda-path=$OFFLOAD_CUDA_PATH")
+    if "amd" in vendors and env.get("OFFLOAD_ROCM_DEVICE_LIB_PATH"):
+        flags.append("--rocm-device-lib-path=$OFFLOAD_ROCM_DEVICE_LIB_PATH")
+    # The runtimes of the objects' flavours (libcudart, libamdhip64), in the flavours' order.
+    for flavour in _flavours.FLAVOURS.values():
+        if flavour.name in present:
+            flags.extend(f for f in flavour.link_flags(env) if f not in flags)
+    return " ".join(flags)
+
+
+COMMANDS["_OFFLOAD_LINKFLAGS"] = _link_flags
+
+
 def _write_ldscript(target, source, env):
     """`libfoo.a`: the script text, and a comment with the digest of the archive it names. A
     consumer's link depends on `libfoo.a` alone (SCons's LIBS scanner finds that file, not what it
@@ -84,6 +125,7 @@ def _carrier_emitter(target, source, env):
     program = target[0]
     carrier = program.dir.File(program.name + ".offload.o")
     carrier.attributes.offload_lang = "openmp"  # it holds OpenMP AMD images (and whatever else)
+    carrier.attributes.offload_flavour = "openmp-clang"
     return [program.dir.File(program.name + ".offload.pkg"), carrier], source
 
 
@@ -111,6 +153,7 @@ def _link_overrides(env, objs, kw, target=None) -> dict:
     _compile.require_clang(senv)
     known = [getattr(o.attributes, "offload_lang", "") for o in objs]
     langs = sorted(set(known) - {"", "host"})
+    flavours = [f.name for f in _link_flavours(objs)]
     archs = canonical(senv)
     if langs and all(known):
         # Only the archs the linked languages were built for: adding a gfx arch does not re-link a
@@ -119,7 +162,17 @@ def _link_overrides(env, objs, kw, target=None) -> dict:
     # An OpenMP offload link unless every object is known and none is OpenMP's.
     openmp = not all(known) or any(_languages.LANGUAGES[lang].file_identity for lang in langs) or not langs
     _settings_check.unused_in_link(senv, target, objs)
-    return dict(kw, _OFFLOAD_LINK_ARCHS=archs, _OFFLOAD_LINK_LANGS=langs, _OFFLOAD_LINK_OPENMP=openmp)
+    return dict(kw, _OFFLOAD_LINK_ARCHS=archs, _OFFLOAD_LINK_FLAVOURS=flavours, _OFFLOAD_LINK_OPENMP=openmp)
+
+
+def _link_flavours(objs) -> list:
+    """The flavours of a link's objects (those the tool built), each once, in order."""
+    out = []
+    for o in objs:
+        f = _flavours.of_node(o)
+        if f is not None and f not in out:
+            out.append(f)
+    return out
 
 
 def _file_name(env, target, prefix: str, suffix: str):
@@ -158,7 +211,7 @@ def _link_inputs(env, target, sources, kw, pic=False) -> list:
     split = _split_link_inputs(env, target, nodes(env, sources), kw, pic)
     if split is None:
         _clean_split_leftovers(env, target)
-    objs = split if split is not None else _compile.objects(env, sources, kw, pic=pic)
+    objs = split if split is not None else _objects.objects(env, sources, kw, pic=pic)
     # nvcc's -rdc=true objects: their device link first, as nvcc links it (archive members it
     # registers are then taken from the archives that follow).
     return _nvcc_link.device_link(env, target, objs, kw, pic) + objs
@@ -168,25 +221,19 @@ def _link_inputs(env, target, sources, kw, pic=False) -> list:
 # The split AMD device link
 
 def _split_parts(env, n, kw, pic):
-    """(host object, {arch: device object}) of a source or OffloadObject whose device images the
-    linker wrapper links (OpenMP, CUDA with clang); "keep" for objects whose device code is already
-    inside the host object (HIP's .hipfb, nvcc) or that have none (plain host sources); None for
-    anything else (an object of unknown origin may carry device code)."""
+    """(host object, {arch: device object}) of a source or OffloadObject whose flavour's device
+    images the linker wrapper links (`Flavour.split_device_link`: OpenMP, CUDA with clang); "keep"
+    for objects whose device code is already inside the host object (HIP's .hipfb, nvcc) or that
+    have none (plain host sources); None for anything else (an object of unknown origin may carry
+    device code)."""
     if _languages.is_offload_source(n):
-        senv = settings(env, kw)
-        lang = _languages.language_of(n, senv)
-        if lang.offload_kind and not lang.bundled_device_code and lang.offload_kind != "hip" \
-                and _languages.compiler_for(senv, lang) == "clang":
-            host = _compile.host_object(env, n, None, kw, pic=pic)[0]
-            return host, {a: _compile.device_object(env, n, a, None, kw)[0] for a in archs_for(lang, canonical(senv))}
-        return "keep"
-    if getattr(n.attributes, "offload_lang", "") == "host":
-        return "keep"
-    parts = getattr(n.attributes, "offload_parts", None)
-    if not parts:
+        flavour, lang, archs = _objects.source_flavour(env, n, kw)
+        return flavour.split_parts(env, n, lang, archs, kw, pic) if flavour.split_device_link else "keep"
+    flavour = _flavours.of_node(n)
+    if flavour is None:
         return None
-    lang = getattr(n.attributes, "offload_lang", "")
-    if lang in ("openmp", "cuda") and parts.get("devices") and parts.get("package") is not None \
+    parts = getattr(n.attributes, "offload_parts", None)
+    if flavour.split_device_link and parts and parts.get("devices") and parts.get("package") is not None \
             and parts["package"].name.endswith(".pkg"):
         return parts["host"], parts["devices"]
     return "keep"
@@ -217,8 +264,7 @@ def _split_link_inputs(env, target, items_in, kw, pic):
     senv = settings(env, kw)
     if not senv.get("OFFLOAD_SPLIT_DEVICE_LINK"):
         return None
-    beside_gpu = _openmp_sources.gpu_language_sources(env, items_in, kw)
-    kws = {n: _openmp_sources.source_kw(env, n, kw, beside_gpu) for n in items_in}
+    kws = _objects.source_overrides(env, items_in, kw)
     items = [(n, _split_parts(env, n, kws[n], pic)) for n in items_in]
     archs = list(canonical(senv))
     for _, p in items:  # objects built elsewhere may carry archs this environment does not list
@@ -257,7 +303,7 @@ def _split_link_inputs(env, target, items_in, kw, pic):
     objs = []
     for n, parts in items:
         if parts == "keep":
-            objs.extend(_compile.offload_object(env, n, None, kws[n], pic=pic) if _languages.is_offload_source(n)
+            objs.extend(_objects.offload_object(env, n, None, kws[n], pic=pic) if _languages.is_offload_source(n)
                         else [n])
         else:
             objs.append(parts[0])
@@ -299,7 +345,7 @@ def _libname(env, target) -> object:
 
 def OffloadArchive(env, target, source, **kw):
     """A heterogeneous static library: fat objects in `ar`; the device link is deferred."""
-    objs = _compile.objects(env, source, kw)
+    objs = _objects.objects(env, source, kw)
     made = env._OffloadAr(_libname(settings(env, kw), target), objs, **kw)
     for n in made:
         n.attributes.offload_device_code = True
@@ -310,7 +356,7 @@ def OffloadArchive(env, target, source, **kw):
 def OffloadRelocatableObject(env, target, source, **kw):
     """Relocatable offload link (`clang -r`): device code linked and registered, so the result
     is a plain host object."""
-    objs = _compile.objects(env, source, kw)
+    objs = _objects.objects(env, source, kw)
     objs = _nvcc_link.device_link(env, node(env, target), objs, kw) + objs
     return env._OffloadReloc(target, objs, _OFFLOAD_RELOCATABLE=1, **_link_overrides(env, objs, kw, target))
 
@@ -329,12 +375,9 @@ def OffloadStaticLibrary(env, target, source, **kw):
     inner = env._OffloadAr(lib.dir.File(prefix + base + "-offload" + suffix), reloc, **kw)
     libdir = _variables.llvm_libdir(senv)
     runtime = [os.path.join(libdir, n) for n in ("libomptarget.so", "libomp.so") if libdir]
-    langs = {getattr(o.attributes, "offload_lang", "") for o in _compile.objects(env, source, kw)}
-    if "hip" in langs:
-        runtime.append("-lamdhip64")  # HIP's runtime, which the consumer's plain link needs too
-    cudart = os.path.join(senv.subst(_variables.CUDA_LIBDIR), "libcudart.so")
-    if "cuda" in langs and senv.get("OFFLOAD_CUDA_PATH") and os.path.isfile(cudart):
-        runtime.append(cudart)        # CUDA's runtime, likewise
+    # the languages' runtimes, which the consumer's plain link needs too
+    for flavour in _link_flavours(_objects.objects(env, source, kw)):
+        runtime.extend(f for f in flavour.library_inputs(senv) if f not in runtime)
     text = ("/* GNU ld script written by the offload SCons tool: the library and its runtime. */\n"
             f"INPUT ( {inner[0].name} {' '.join(runtime)} )\n")
     script = env._OffloadLdScript(lib, inner, _OFFLOAD_LDSCRIPT=text, **kw)

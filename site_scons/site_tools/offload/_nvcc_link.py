@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import SCons.Action
 
 from . import _archs, _nvcc
-from ._builders import builder, settings
+from ._builders import builder, pic_overrides, settings
 from ._nvcc import Step, _Shape, _command, _is_host_cc, _intermediates, _StepAction, _step_signature, _word
 
 _OUT = "offload_nvcc_plan_dlink.o"
@@ -165,12 +165,12 @@ def device_link(env, target, objs, kw, pic=False) -> list:
     archs = _rdc_archs(inputs)
     o = dict(kw, _OFFLOAD_NVCC_ARCHS=archs, _OFFLOAD_LANG="cuda")
     if pic:
-        from ._compile import _pic_overrides
-        _pic_overrides(senv, o)
+        pic_overrides(senv, o)
     d, name = target.dir, target.name
     out = d.File(name + ".dlink.o")
     plan = plan_for(senv, o, [out], inputs)
     out.attributes.offload_lang = "cuda"   # a CUDA link's input (its runtime, no OpenMP's)
+    out.attributes.offload_flavour = "cuda-nvcc"
     _nvcc.clean_leftovers(env, [out], d, name + ".", _STEP_FILES)
     if plan is None:
         return list(env._OffloadNvccDlink(out, inputs, **o))

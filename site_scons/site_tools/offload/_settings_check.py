@@ -77,14 +77,14 @@ _noted: set[tuple[str, str]] = set()
 
 
 def unused_in_link(senv, target, objects) -> None:
-    """Note the flag variables set for a link's objects that none of their steps used."""
-    compilers = {getattr(o.attributes, "offload_compiler", None) for o in objects}
+    """Note the flag variables set for a link's objects that none of their steps used (by the
+    flavours the objects were built with, `_flavours`)."""
+    flavours = {getattr(o.attributes, "offload_flavour", None) for o in objects}
     unused = []
-    if _flags(senv, "OFFLOAD_DEVICEFLAGS") and "nvcc" in compilers and not compilers & {"clang", "hipcc", None}:
+    if _flags(senv, "OFFLOAD_DEVICEFLAGS") and "cuda-nvcc" in flavours and flavours <= {"cuda-nvcc", "host"}:
         unused.append(("OFFLOAD_DEVICEFLAGS", "nvcc compiles its device code: nvcc's options go in "
                                               "OFFLOAD_NVCCFLAGS"))
-    if _flags(senv, "OFFLOAD_NVCCFLAGS") and "nvcc" not in compilers and "cuda" in {
-            getattr(o.attributes, "offload_lang", None) for o in objects}:
+    if _flags(senv, "OFFLOAD_NVCCFLAGS") and "cuda-clang" in flavours and "cuda-nvcc" not in flavours:
         unused.append(("OFFLOAD_NVCCFLAGS", "clang compiles its CUDA sources (OFFLOAD_CUDA_COMPILER='nvcc' "
                                             "for nvcc; clang's flags go in OFFLOAD_HOSTFLAGS / OFFLOAD_DEVICEFLAGS)"))
     for var, why in unused:

@@ -8,10 +8,11 @@ import os
 import SCons
 import SCons.Errors
 
-from . import _bundling, _compile, _languages, _link, _nvcc, _nvcc_link, _progress, _report, _toolchain, _variables
+from . import (_bundling, _compile, _flavours, _languages, _link, _nvcc, _nvcc_link, _objects, _progress, _report,
+               _toolchain, _variables)
 
 MIN_SCONS = (4, 5)
-BUILDER_MODULES = (_compile, _link, _bundling, _nvcc, _nvcc_link)
+BUILDER_MODULES = (_compile, _objects, _link, _bundling, _nvcc, _nvcc_link)
 
 
 def _library_pythonpath() -> str:
@@ -46,6 +47,7 @@ def generate(env, **kw) -> None:
         for fn in m.PSEUDO_BUILDERS:
             env.AddMethod(fn, fn.__name__)
     env.AddMethod(_languages.OffloadAddLanguage, "OffloadAddLanguage")
+    env.AddMethod(_flavours.OffloadAddFlavour, "OffloadAddFlavour")
     # Build insight: action lines with their position, and the cost report (opt-in).
     _progress.install(env)
     _report.install(env)

@@ -89,7 +89,7 @@ def _device_runtime_flags(target, source, env, for_signature):
     return f"-L{os.path.dirname(rt)} -l{os.path.basename(rt)[3:-2]}"
 
 
-def _nvptx_bc_path(env) -> str:
+def nvptx_bc_path(env) -> str:
     """Folder of libomptarget-nvptx-*.bc of the clang in use (clang 19 needs it named)."""
     info = clang_info(env)
     return (info.nvptx_bitcode_dir or "") if info else ""
@@ -134,7 +134,7 @@ def _vendor_flags(target, source, env, for_signature):
     flags = []
     if v == "nvidia":
         if lang == "openmp":
-            bc = _nvptx_bc_path(env)
+            bc = nvptx_bc_path(env)
             if bc:
                 flags.append("--libomptarget-nvptx-bc-path=" + bc)
         if env.get("OFFLOAD_CUDA_PATH"):
@@ -307,46 +307,6 @@ def max_bytes(env) -> str:
 # --------------------------------------------------------------------------------------------
 # Link flags
 
-def _link_flags(target, source, env, for_signature):
-    """Offload flags of a final or relocatable link. With OpenMP objects (or objects of unknown
-    origin): the OpenMP runtime and device runtime for every linked arch. Without: a CUDA / HIP
-    link as clang does it (`--offload-link`, no OpenMP runtime), plus those languages' runtimes."""
-    archs = env.get("_OFFLOAD_LINK_ARCHS") or []
-    langs = set(env.get("_OFFLOAD_LINK_LANGS") or ())
-    openmp = env.get("_OFFLOAD_LINK_OPENMP", True)
-    flags = ["-fopenmp"] if openmp else ["--offload-link"]
-    jobs = env.get("OFFLOAD_LINK_JOBS")
-    if callable(jobs):
-        jobs = jobs()
-    if jobs and int(jobs) > 1:
-        # Device links of the archs run in parallel in clang-linker-wrapper; not in signatures.
-        flags.append(f"$( -Wl,--wrapper-jobs={int(jobs)} $)")
-    if archs and openmp:
-        flags.append("--offload-arch=" + ",".join(archs))
-    libdir = llvm_libdir(env)
-    if openmp and libdir and os.path.isfile(os.path.join(libdir, "libomptarget.so")):
-        # libomptarget lives outside the default search path (Debian: /usr/lib/llvm-N/lib): record
-        # it, so programs run and consumers of a shared library link without extra flags.
-        flags.append(f"-Wl,-rpath,{libdir}")
-    vendors = {_archs.vendor(a) for a in archs}
-    if "nvidia" in vendors:
-        bc = _nvptx_bc_path(env) if openmp else ""
-        if bc:
-            flags.append("--libomptarget-nvptx-bc-path=" + bc)
-        if env.get("OFFLOAD_CUDA_PATH"):
-            flags.append("--cuda-path=$OFFLOAD_CUDA_PATH")
-    if "amd" in vendors and env.get("OFFLOAD_ROCM_DEVICE_LIB_PATH"):
-        flags.append("--rocm-device-lib-path=$OFFLOAD_ROCM_DEVICE_LIB_PATH")
-    if "cuda" in langs and env.get("OFFLOAD_CUDA_PATH") and not env.get("_OFFLOAD_RELOCATABLE"):
-        # libcudart.so lives outside the default search path too (/usr/local/cuda/lib64); a
-        # relocatable link takes no shared library (the static library's script names it).
-        flags.append(f"-L{CUDA_LIBDIR} -Wl,-rpath,{CUDA_LIBDIR} -lcudart")
-    if "hip" in langs and not env.get("_OFFLOAD_RELOCATABLE"):
-        # (a relocatable link takes no shared library; the static library's script names it)
-        flags.append("-lamdhip64")
-    return " ".join(flags)
-
-
 def _link_opt_flag(target, source, env, for_signature):
     """The last -O flag of the final link's `$LINKFLAGS` (it comes after `$OFFLOAD_LINKFLAGS` on
     that command line): it sets the LTO level of the AMD device links split out of that link."""
@@ -374,7 +334,6 @@ CALLABLES = {
     "_OFFLOAD_LLVMVERSIONFLAG": _llvm_version_flag,
     "_OFFLOAD_IMAGES": _images,
     "_OFFLOAD_EMBED_IMAGES": _embed_images,
-    "_OFFLOAD_LINKFLAGS": _link_flags,
     "_OFFLOAD_LINK_OPTFLAG": _link_opt_flag,
     "_OFFLOAD_HIPFB_TARGETS": _hipfb_targets,
     "_OFFLOAD_COMPRESSFLAG": _compress_flag,

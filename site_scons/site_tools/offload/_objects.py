@@ -1,0 +1,89 @@
+"""The object a source becomes: `OffloadObject`, and the sources of a link or library compiled.
+
+    OffloadObject
+
+A source's language (`_languages`; a C/C++ source beside CUDA/HIP sources: `_openmp_sources`)
+and the compiler the environment asks for pick its flavour (`_flavours`), which makes the nodes.
+The object is named here for every flavour (`<stem>.o`, `.os` position-independent): the
+flavour's last builder takes it as its target."""
+
+from __future__ import annotations
+
+import SCons.Util
+
+from . import _flavours, _languages, _openmp_sources, _settings_check
+from ._archs import archs_for
+from ._builders import canonical, node, nodes, registry, settings, stem, wants
+from ._compile import object_suffix
+
+
+def OffloadObject(env, source, target=None, **kw):
+    """The workhorse: host compile once + one device compile per arch + package + embed.
+
+    Returns the object to link (one per source). The parts are on the node as
+    `node.attributes.offload_parts` (dict: host, devices {arch: node}, package)."""
+    out = []
+    for s in nodes(env, source):
+        out.extend(offload_object(env, s, target, kw))
+    return SCons.Util.NodeList(out)
+
+
+def offload_object(env, s, target, kw, pic=False):
+    """The object of source `s` (made once per object: a second request with other settings is
+    an error naming it, see `_builders.Registry`)."""
+    senv = settings(env, kw)
+    lang = _languages.language_of(s, senv)
+    if lang.offload_kind is None:
+        return _flavours.plain_host_object(env, s, target, kw, pic)
+    archs = archs_for(lang, canonical(senv))
+    fat = node(env, target) if target else s.dir.File(stem(s) + senv.subst(object_suffix({"_OFFLOAD_PIC": pic}, [s])))
+    flavour = _flavours.flavour_for(senv, lang)
+    _flavours.check_archs(archs, flavour, lang)
+    _settings_check.check(env, kw, senv)
+
+    def make():
+        made = flavour.compile(env, senv, s, fat, lang, archs, kw, pic)
+        for n in made:
+            n.attributes.offload_lang = lang.name
+            n.attributes.offload_flavour = flavour.name
+        return made
+
+    return registry.get(env, fat.get_path(), "object",
+                        wants(senv, lang.name, flavour.name, lang.driver, ",".join(archs), kw=kw), make)
+
+
+def source_flavour(env, s, kw):
+    """(flavour, language, archs) of source `s` with the caller's overrides `kw`."""
+    senv = settings(env, kw)
+    lang = _languages.language_of(s, senv)
+    if lang.offload_kind is None:
+        return _flavours.FLAVOURS["host"], lang, []
+    return _flavours.flavour_for(senv, lang), lang, archs_for(lang, canonical(senv))
+
+
+def source_overrides(env, sources, kw) -> dict:
+    """{source: the overrides it is compiled with} for the sources of one link or library (a C/C++
+    source beside CUDA/HIP sources may be a plain host source, `_openmp_sources`)."""
+    beside_gpu = _openmp_sources.gpu_language_sources(env, sources, kw)
+    return {n: _openmp_sources.source_kw(env, n, kw, beside_gpu) for n in sources}
+
+
+def objects(env, sources, kw, pic=False) -> list:
+    """Sources compiled with OffloadObject; objects (anything else) passed through."""
+    srcs = nodes(env, sources)
+    kws = source_overrides(env, srcs, kw)
+    out = []
+    for n in srcs:
+        out.extend(offload_object(env, n, None, kws[n], pic=pic) if _languages.is_offload_source(n) else [n])
+    return out
+
+
+COMMANDS: dict = {}
+COMSTRS: dict = {}
+
+
+def builders() -> dict:
+    return {}   # the flavours' builders are their modules' (`_compile`, `_nvcc`)
+
+
+PSEUDO_BUILDERS = [OffloadObject]
