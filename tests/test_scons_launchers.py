@@ -5,8 +5,8 @@ small mixed project (OpenMP `.c`/`.cpp`, HIP `.hip` with clang, CUDA `.cu` with 
 counts what the cache served, runs the programs (host fallback here) and checks them with
 `offload-tool verify`.
 
-What these tests found (clang 19, ccache 4.7, sccache 0.16, distcc 3.4) is in README.md,
-"Compiler caches and distributed builds"."""
+What these tests found (clang 19, ccache 4.7, sccache 0.16, distcc 3.4) is in
+docs/caches-and-distributed-builds.md."""
 
 from __future__ import annotations
 

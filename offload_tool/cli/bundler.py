@@ -87,7 +87,7 @@ def help_text(prog: str, style: str = "help") -> str:
 # are printed, and nothing is written.
 _FLAGS = ("###", "unbundle", "list", "allow-missing-bundles", "check-input-archive", "compress", "hip-openmp-compatible",
           "verbose", "help", "h", "help-hidden", "help-list", "help-list-hidden", "version")
-# `-budget=` is this tool's own (README, Reliability); LLVM's help has no line for it, nor does ours.
+# `-budget=` is this tool's own (docs/reliability.md); LLVM's help has no line for it, nor does ours.
 _VALUES = ("type", "input", "output", "bundle-align", "compression-level", "budget")
 _COMMA_LISTS = ("targets", "inputs", "outputs")
 _OPTIONS = ([Option(n) for n in _FLAGS] + [Option(n, value=True) for n in _VALUES]

@@ -39,7 +39,7 @@ Generic Options:
 
   --archive                   - Write extracted files to a static archive
   --budget=<kind=N,...>       - Raise (or lower) a resource limit: decompressed, entries, depth, names
-                                (also $OFFLOAD_TOOL_BUDGET; see README, Reliability).
+                                (also $OFFLOAD_TOOL_BUDGET; see docs/reliability.md).
   --image=<<key>=<value>,...> - List of key and value arguments. Required keywords are 'file' and 'triple'.
   --llvm-version=<N>          - Offload kind numbering of LLVM N (19: hip=3, 22: hip=4; default 19);
                                 23 writes one version 2 binary holding every image.

@@ -60,7 +60,7 @@ OPTIONS:
   --sizes             Instead of the images, bytes per arch and per container kind in each FILE
                       (and the file's size); with --json, one object per file
   --budget=KIND=N,... Raise (or lower) a resource limit for this run: decompressed, entries,
-                      depth, names (also $OFFLOAD_TOOL_BUDGET; see README, Reliability)
+                      depth, names (also $OFFLOAD_TOOL_BUDGET; see docs/reliability.md)
   -h, --help          Show this help
 """
 
