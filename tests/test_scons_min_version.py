@@ -68,3 +68,29 @@ def test_minimum_scons_builds_a_mixed_project(old_scons, tmp_path):
     # (SCons 4.5 always rebuilds its compilation-database entries: check the program)
     cp = subprocess.run(cmd + ["-q", "app"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
     assert cp.returncode == 0, cp.stdout + cp.stderr
+
+
+def test_minimum_scons_progress_and_report(old_scons, tmp_path):
+    """Build insight's hooks (`_scons_hooks`) on the oldest SCons: progress counts what runs, the
+    report times every action, and nothing says a hook is degraded."""
+    need_tool("clang-19")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "SConstruct").write_text(
+        "env = Environment(tools=['default', 'offload'], OFFLOAD_CLANG='clang-19', OFFLOAD_ARCHS=['sm_80'])\n"
+        "env.OffloadProgram('app', ['src/a.c'])\n")
+    (tmp_path / "src" / "a.c").write_text(
+        "int main(void) { int s = 0;\n#pragma omp target map(tofrom: s)\n s = 1;\n return s - 1; }\n")
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/local/cuda/bin", "PYTHONPATH": str(REPO),
+           "OFFLOAD_PROGRESS": "on"}
+    cmd = [str(old_scons), "-m", "SCons", "-Q", f"--site-dir={REPO / 'site_scons'}", "-j2",
+           "--offload-report=out/report.html"]
+    cp = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600)
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    assert "offload: warning" not in cp.stderr, cp.stderr
+    # host IR, host, device, package+embed, link
+    lines = [m.groups() for m in map(re.compile(r"^\[\s*(\d+)/(\d+)\] ").match, cp.stdout.splitlines()) if m]
+    assert sorted(lines) == [(str(i), "5") for i in range(1, 6)], cp.stdout
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert len(report["actions"]) == 5 and all(a["status"] == "built" for a in report["actions"]), report["actions"]
+    assert all(a["cpu_s"] is not None for a in report["actions"]) and report["binaries"]
+    assert "offload: build report:" in cp.stdout and (tmp_path / "out" / "trace.json").is_file()

@@ -14,7 +14,8 @@ clang's installation does, so they are kept in `.sconsign.offload-probes.json` b
   upgrading any of them changes the key.
 
 An entry is used only while every path it names still exists; anything unreadable is ignored and
-rewritten (written whole, then renamed into place)."""
+rewritten (written whole, then renamed into place). `_toolchain` imports this module, never the
+other way round."""
 
 from __future__ import annotations
 
@@ -22,10 +23,24 @@ import hashlib
 import json
 import os
 
-from ._toolchain import clang_executable
-
 _FILE = ".sconsign.offload-probes.json"
 _SCHEMA = 1
+
+
+def clang_executable(path: str | None) -> str | None:
+    """The real file behind `path` when it is a clang executable itself (ELF, named `clang*`),
+    else None: a wrapper (ccache, a site script) answers for a compiler nothing here can see, and
+    wants whole compiles."""
+    if not path:
+        return None
+    real = os.path.realpath(path)
+    if not os.path.basename(real).startswith("clang"):
+        return None
+    try:
+        with open(real, "rb") as f:
+            return real if f.read(4) == b"\x7fELF" else None
+    except OSError:
+        return None
 
 
 def _stat_part(path: str) -> list | None:

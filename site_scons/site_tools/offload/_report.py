@@ -11,10 +11,12 @@ time, output bytes and worker lane; at the end the tool writes, beside the page:
 
 How it measures: SCons runs each action inside a build task, in the worker thread of its `-j`
 lane. With a report asked for, the tool has SCons use a subclass of its task that times
-`execute()` (a `CacheDir` hit is an action too: recorded as `cached`, with zero compile time) and
-counts the CPU of the thread (in-process steps) and of the commands it spawns (`SPAWN` of the
-tool's environments waits for each command with `os.wait4`, which returns that command's CPU).
-Without a report nothing of this is installed.
+`execute()` (`_scons_hooks.time_build_tasks`; a `CacheDir` hit is an action too: recorded as
+`cached`, with zero compile time) and counts the CPU of the thread (in-process steps) and of the
+commands it spawns (`SPAWN` of the tool's environments, where it is SCons's POSIX default, waits
+for each command with `os.wait4`, which returns that command's CPU). Without a report nothing of
+this is installed; where this SCons's task cannot be timed the report is off, said once (the
+build goes on).
 
 Actions that did not run this time (up to date) keep the record of the build that last ran them,
 read from the previous `report.json`, as long as their target is still part of the build; the
@@ -30,13 +32,11 @@ import sys
 import threading
 import time
 
-import SCons.Node.FS
-import SCons.Platform.posix
 import SCons.Script
-import SCons.Script.Main
 
-from . import _nvcc
+from . import _nvcc, _report_page, _scons_hooks
 from ._archs import file_safe
+from ._report_page import HOST_GROUP, fmt_bytes
 
 SCHEMA = "offload-build-report/1"
 
@@ -58,14 +58,10 @@ KINDS = {
 #: Builders whose targets are final binaries: their device bytes per arch are measured.
 FINAL_BUILDERS = {"_OffloadLink", "_OffloadShLink", "_OffloadAr", "Program", "SharedLibrary", "LoadableModule",
                   "StaticLibrary", "Library"}
-HOST_GROUP = "host"
 #: Kind -> the word the action's line starts with (its COMSTR), for labels.
 WORDS = {"host-ir": "HOSTIR", "host-compile": "HOST", "device-compile": "DEVICE", "nvcc-compile": "NVCC", "device-link": "DEVICELINK",
          "relocatable-link": "RELOCATABLE", "archive": "AR"}
 _COMPILES = ("host-ir", "host-compile", "device-compile", "nvcc-compile")
-
-_thread = threading.local()
-
 
 def _spawn(sh, escape, cmd, args, env):
     """SCons's POSIX spawn (`sh -c '<command>'`), but waited for with `os.wait4`, which gives the
@@ -77,7 +73,8 @@ def _spawn(sh, escape, cmd, args, env):
     except ChildProcessError:  # reaped elsewhere: the status is Popen's
         return proc.wait()
     proc.returncode = os.waitstatus_to_exitcode(status)
-    _thread.children_cpu = getattr(_thread, "children_cpu", 0.0) + usage.ru_utime + usage.ru_stime
+    state = _scons_hooks.thread_state
+    state.children_cpu = getattr(state, "children_cpu", 0.0) + usage.ru_utime + usage.ru_stime
     return proc.returncode
 
 
@@ -92,18 +89,29 @@ class Recorder:
         self.t0: float | None = None
         self.seen: list = []  # first target of every task SCons considered (built or up to date)
         self.building = False
+        self.timing = False  # the build tasks are timed (the report was asked for and SCons allows it)
         self.envs: list = []
 
     def activate(self, path: str) -> None:
         if self.path is not None:
             return
         self.path = os.path.abspath(path)
-        SCons.Script.Main.BuildTask = _reporting_task(SCons.Script.Main.BuildTask)
+        self.timing = _scons_hooks.time_build_tasks(self.prepared, self.done)
+        if not self.timing:
+            return  # said once by the hook: no report, the build goes on
         atexit.register(self.finish)
         for env in self.envs:
             _measure_spawn(env)
 
     # -- from the build tasks
+
+    def prepared(self, targets) -> None:
+        self.building = True
+        self.seen.append(targets[0])
+
+    def done(self, targets, start: float, end: float, cpu: float, status: str) -> None:
+        measured = all(t.get_build_env().get("SPAWN") is _spawn for t in targets[:1])
+        self.add(targets, start, end, cpu if measured else None, status)
 
     def lane(self) -> int:
         ident = threading.get_ident()
@@ -159,7 +167,7 @@ class Recorder:
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "jobs": int(SCons.Script.GetOption("num_jobs") or 1),
             "build_wall_s": round(max((r["end_s"] for r in current), default=0.0), 6),
-            "failed": bool(SCons.Script.Main.GetBuildFailures()),
+            "failed": bool(SCons.Script.GetBuildFailures()),
             "actions": actions,
             "binaries": binaries,
             "per_arch": per_arch(actions, binaries),
@@ -169,44 +177,9 @@ class Recorder:
 RECORDER = Recorder()
 
 
-def _reporting_task(base):
-    """SCons's build task, timing each action (see the module doc)."""
-    if getattr(base, "_offload_reporting", False):
-        return base
-
-    class ReportingBuildTask(base):
-        _offload_reporting = True
-
-        def prepare(self):
-            RECORDER.building = True
-            RECORDER.seen.append(self.targets[0])
-            return base.prepare(self)
-
-        def execute(self):
-            if isinstance(self.targets[0], SCons.Node.FS.Dir):  # SCons making a folder: not an action
-                return base.execute(self)
-            start = time.monotonic()
-            cpu0 = time.thread_time()
-            _thread.children_cpu = 0.0
-            status = "built"
-            try:
-                base.execute(self)
-                if all(getattr(t, "cached", 0) for t in self.targets):
-                    status = "cached"
-            except BaseException:
-                status = "failed"
-                raise
-            finally:
-                end = time.monotonic()
-                measured = all(t.get_build_env().get("SPAWN") is _spawn for t in self.targets[:1])
-                cpu = (time.thread_time() - cpu0 + _thread.children_cpu) if measured else None
-                RECORDER.add(self.targets, start, end, cpu, status)
-
-    return ReportingBuildTask
-
-
 def _measure_spawn(env) -> None:
-    if env.get("SPAWN") is SCons.Platform.posix.subprocess_spawn:
+    default = _scons_hooks.default_spawn()
+    if default is not None and env.get("SPAWN") is default:
         env["SPAWN"] = _spawn
 
 
@@ -238,8 +211,7 @@ def describe(targets) -> dict:
     t = targets[0]
     name = _builder_name(t)
     kind = KINDS.get(name, name.lower() or "action")
-    executor = t.get_executor()
-    sources = [s for s in executor.get_all_sources()]
+    sources = _scons_hooks.action_sources(t)
     arch = _image_arch(t) or (_nvcc.step_arch(t.get_build_env()) if name.startswith("_OffloadNvcc") else None)
     if arch:
         archs = [arch]
@@ -364,19 +336,11 @@ def _write(path: str, text: str) -> None:
 
 
 def write_report(report: dict, html_path: str) -> None:
-    from . import _report_page
     html, js, trace = report_paths(html_path)
     os.makedirs(os.path.dirname(html) or ".", exist_ok=True)
     _write(js, json.dumps(report, indent=1) + "\n")
     _write(trace, json.dumps(trace_events(report)) + "\n")
     _write(html, _report_page.render(report))
-
-
-def _fmt_bytes(n: int) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
 
 
 def summary_text(report: dict, html_path: str) -> str:
@@ -388,13 +352,13 @@ def summary_text(report: dict, html_path: str) -> str:
              f"  {'arch':<22} {'actions':>7} {'cached':>6} {'time s':>8} {'cpu s':>8}  device bytes in binaries"]
     for group, g in report["per_arch"].items():
         cpu = f"{g['cpu_s']:8.1f}" if g["cpu_s"] is not None else f"{'-':>8}"
-        inb = ", ".join(f"{os.path.basename(p)} {_fmt_bytes(n)}" for p, n in g["binary_bytes"].items()) or "-"
+        inb = ", ".join(f"{os.path.basename(p)} {fmt_bytes(n)}" for p, n in g["binary_bytes"].items()) or "-"
         lines.append(f"  {group:<22} {g['actions']:>7} {g['cached']:>6} {g['wall_s']:8.1f} {cpu}  {inb}")
     for b in report["binaries"]:
         if b["archs"]:
             shares = ", ".join(f"{a} {100.0 * r['bytes'] / b['file_bytes']:.0f}%" for a, r in b["archs"].items()
                                if b["file_bytes"])
-            lines.append(f"  {b['path']}: {_fmt_bytes(b['file_bytes'])}; device code per arch: {shares}")
+            lines.append(f"  {b['path']}: {fmt_bytes(b['file_bytes'])}; device code per arch: {shares}")
     lines.append(f"  report: {os.path.relpath(html)} (records {os.path.relpath(js)}, trace {os.path.relpath(trace)})")
     return "\n".join(lines) + "\n"
 
@@ -432,7 +396,8 @@ def install(env) -> None:
     env.AddMethod(OffloadBuildReport, "OffloadBuildReport")
     RECORDER.envs.append(env)
     if RECORDER.path is not None:
-        _measure_spawn(env)
+        if RECORDER.timing:
+            _measure_spawn(env)
         return
     path = SCons.Script.GetOption("offload_report")
     if path and not (SCons.Script.GetOption("clean") or SCons.Script.GetOption("question")):

@@ -1,5 +1,5 @@
 """The build report page: one self-contained HTML file (inline SVG and CSS, no script, nothing
-fetched) drawn from the report's JSON (`_report`).
+fetched) drawn from the report's JSON (`_report`, which imports this module; nothing here imports it).
 
 Every bar is an SVG `rect` with `class="bar"` and `data-chart` (`time`, `bytes`, `share`),
 `data-arch`, `data-value` (the number from the JSON it stands for) and, for byte charts,
@@ -11,8 +11,8 @@ from __future__ import annotations
 import html
 import os
 
-from . import _report
-
+#: The group of actions tied to no one arch (host compiles, packaging, links).
+HOST_GROUP = "host"
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f")
 HOST_COLOUR = "#9a9a9a"
 BAR_WIDTH = 420
@@ -37,7 +37,7 @@ def _e(x) -> str:
 def colours(groups) -> dict[str, str]:
     out, i = {}, 0
     for g in groups:
-        if g == _report.HOST_GROUP:
+        if g == HOST_GROUP:
             out[g] = HOST_COLOUR
         else:
             out[g] = PALETTE[i % len(PALETTE)]
@@ -94,8 +94,16 @@ def share_bar(binary: dict, colour: dict[str, str]) -> str:
     return "\n".join(out)
 
 
+def fmt_bytes(n: int) -> str:
+    """`n` bytes for people: 8.8 KiB, 1.2 MiB."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
 def _bytes(n) -> str:
-    return _report._fmt_bytes(int(n))
+    return fmt_bytes(int(n))
 
 
 def _estimates(report: dict) -> list[str]:

@@ -10,8 +10,7 @@ import SCons.Errors
 
 from . import (_bundling, _compile, _flavours, _languages, _link, _nvcc, _nvcc_link, _objects, _progress, _report,
                _toolchain, _variables)
-
-MIN_SCONS = (4, 5)
+from ._scons_hooks import MIN_SCONS, scons_version
 BUILDER_MODULES = (_compile, _objects, _link, _bundling, _nvcc, _nvcc_link)
 
 
@@ -21,8 +20,7 @@ def _library_pythonpath() -> str:
 
 
 def generate(env, **kw) -> None:
-    version = tuple(int(x) for x in SCons.__version__.split(".")[:2] if x.isdigit())
-    if version < MIN_SCONS:
+    if scons_version() < MIN_SCONS:
         raise SCons.Errors.UserError(f"offload: needs SCons {MIN_SCONS[0]}.{MIN_SCONS[1]} or later, "
                                      f"this is {SCons.__version__}")
     for k, v in kw.items():

@@ -14,7 +14,12 @@ with the stand-ins replaced by what SCons itself writes for a node in a signatur
 when SCons's would. Whatever cannot be substituted with stand-ins (a callable or expression that
 asks a target or source more than its name: `${SOURCE.dir}`, `source[1].get_abspath()`) raises,
 and that group falls back to SCons's per-node substitution. Nothing is memoised while SConscripts
-are read (environments may still change then).
+are read (environments may still change then; `_scons_hooks.reading_sconscripts`, which answers
+"yes", said once, where this SCons cannot tell: every node is then signed by SCons itself).
+
+The texts follow SCons's own `CommandAction.get_presig` and `ActionBase.get_contents` (presig,
+then each `varlist` value); tests/test_scons_tool.py compares them with SCons's for every
+language, with the SCons installed, so a release that changes that layout fails there.
 
 A link, device link or carrier lists every object of a program: at 1,000 sources x 4 archs their
 command lines are 13-160 KB. SCons's string substitution for signatures collapses whitespace
@@ -32,9 +37,10 @@ import re
 import threading
 
 import SCons.Action
-import SCons.Script
 import SCons.Subst
 import SCons.Util
+
+from . import _scons_hooks
 
 _UNMEMOISABLE = object()
 
@@ -127,7 +133,7 @@ class GroupSignatureAction(SCons.Action.CommandAction):
     def _group_text(self, which: int, target, source, env) -> str | None:
         """The presig (`which` 0) or contents (1) of these nodes from their group's template, or
         None where SCons's own per-node computation must answer."""
-        if SCons.Script.sconscript_reading:
+        if _scons_hooks.reading_sconscripts():
             return None
         # Compiles with equal overrides share one environment (`_builders.group_env`; their
         # builders add no per-call overrides), so the environment itself names the group.

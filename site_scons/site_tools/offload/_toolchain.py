@@ -21,6 +21,9 @@ import subprocess
 import SCons.Errors
 import SCons.Util
 
+from . import _probe_cache
+from ._probe_cache import clang_executable  # noqa: F401  (the tool's other modules ask it here)
+
 # The Debian package that provides each tool, for "not found" messages.
 DEBIAN_PACKAGES = {
     "clang": "clang-19 (or clang-22)",
@@ -168,8 +171,7 @@ def probe_compiler(env, command: str, clang: bool = True) -> Compiler:
 def _asked(env, command: str, path: str, penv: dict, clang: bool, queries: list[list[str]]) -> list[str | None]:
     """The answers to `queries`: kept from an earlier run of this build when the compiler's
     installation is unchanged (`_probe_cache`), else asked now (and kept)."""
-    from . import _probe_cache
-    top = env.fs.Top.get_abspath()
+    top = env.Dir("#").get_abspath()
     k = _probe_cache.key(command, path, penv, clang)
     entry = _probe_cache.load(top, k) if k else None
     if entry is not None and len(entry["answers"]) == len(queries):
@@ -221,22 +223,6 @@ def find_program(env, names: list[str]) -> str | None:
         if p:
             return _command_for(env, p)
     return None
-
-
-def clang_executable(path: str | None) -> str | None:
-    """The real file behind `path` when it is a clang executable itself (ELF, named `clang*`),
-    else None: a wrapper (ccache, a site script) answers for a compiler nothing here can see, and
-    wants whole compiles."""
-    if not path:
-        return None
-    real = os.path.realpath(path)
-    if not os.path.basename(real).startswith("clang"):
-        return None
-    try:
-        with open(real, "rb") as f:
-            return real if f.read(4) == b"\x7fELF" else None
-    except OSError:
-        return None
 
 
 _resolved: dict[tuple[str, str], str | None] = {}
