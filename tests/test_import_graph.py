@@ -1,5 +1,6 @@
-"""The library's import graph, read from the source: no import circles (imports inside functions
-included) and no tier importing a higher one (docs/architecture.md, "Tiers")."""
+"""The import graphs of the library and of the SCons tool, read from the source: no import circles
+(imports inside functions included) and no library tier importing a higher one
+(docs/architecture.md, "Tiers")."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "offload_tool"
+TOOL = Path(__file__).resolve().parent.parent / "site_scons" / "site_tools" / "offload"
 
 # The tiers, lowest first (docs/architecture.md): a module imports from its own tier and lower ones.
 FOUNDATIONS = {"offload_tool", "offload_tool.errors", "offload_tool.inputs", "offload_tool.fileio",
@@ -16,10 +18,10 @@ FOUNDATIONS = {"offload_tool", "offload_tool.errors", "offload_tool.inputs", "of
 TIERS = {"foundations": 0, "rules": 1, "formats": 2, "ops": 3, "cli": 4}
 
 
-def _modules() -> dict[str, Path]:
+def _modules(package: Path = PACKAGE) -> dict[str, Path]:
     modules = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    for path in sorted(package.rglob("*.py")):
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
         modules[".".join(parts)] = path
@@ -50,9 +52,9 @@ def _imported(module: str, path: Path, node: ast.Import | ast.ImportFrom, module
     return found
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Module -> the library modules it imports anywhere in its source (functions included)."""
-    modules = _modules()
+def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports anywhere in its source (functions included)."""
+    modules = _modules(package)
     graph = {}
     for module, path in modules.items():
         edges: set[str] = set()
@@ -106,6 +108,13 @@ def test_graph_is_read():
 
 def test_no_import_cycle():
     cycle = _cycle(import_graph())
+    assert cycle is None, "import circle: " + " -> ".join(cycle)
+
+
+def test_the_scons_tool_has_no_import_cycle():
+    graph = import_graph(TOOL)
+    assert "offload._flavours" in graph["offload._objects"]
+    cycle = _cycle(graph)
     assert cycle is None, "import circle: " + " -> ".join(cycle)
 
 

@@ -23,11 +23,8 @@ sys.path.insert(0, str(TOOL.parent))
 
 from offload import _scons_hooks  # noqa: E402
 
-# Uses in modules another change is restructuring (the toolchain flavours); each is to move
-# behind `_scons_hooks`. A use listed here that is gone is fine; a new one fails.
-PENDING = {
-    ("_builders.py", "get_default_fs"),  # the current SConscript folder of a named target
-}
+# Uses still to move behind `_scons_hooks` (none now). A new one fails.
+PENDING: set[tuple[str, str]] = set()
 DUNDERS_OK = {"__version__", "__file__", "__name__", "__doc__"}
 
 

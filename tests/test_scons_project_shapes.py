@@ -236,3 +236,22 @@ def test_the_documented_toolpath_finds_the_tool_in_the_install_the_project_makes
                         timeout=300)
     assert cp.returncode == 0, cp.stdout + cp.stderr
     assert run_built(p.root / "app").stdout == "8\n"
+
+
+def test_cuda_archs_newer_than_the_clang_build_with_nvcc_and_are_refused_for_clang(tmp_path):
+    """`sm_120` (Blackwell) is an arch although clang 19 does not know it: nvcc builds it; a
+    source clang 19 would compile for it is refused before the build, naming what builds it."""
+    need_tool("nvcc")
+    need_tool("clang-19")
+    p = Project(tmp_path, {
+        "SConstruct": NVCC_ENV.format("") + "env.OffloadProgram('app', ['kern.cu', 'main.cpp'])\n"
+                                            "if ARGUMENTS.get('omp'):\n"
+                                            "    env.OffloadProgram('omp', ['omp.cpp'])\n",
+        "kern.cu": CU, "main.cpp": "void run();\nint main() { run(); return 0; }\n",
+        "omp.cpp": OMP_IN_HEADER + "int main() { float x[4] = {1}; use(x); return 0; }\n", "kern.h": KERN_H})
+    p.scons("archs=sm_80,sm_120")
+    assert {i["arch"] for i in inspect_json(p.root / "app")} == {"sm_80", "sm_120"}
+    cp = p.scons("archs=sm_80,sm_120", "omp=1", check=False)
+    assert cp.returncode == 2
+    assert "offload: OFFLOAD_ARCHS: 'sm_120' is newer than the clang in use (LLVM 19), which compiles 'omp.cpp'" \
+        in cp.stderr

@@ -17,6 +17,9 @@ from offload_tool.errors import OffloadError
 
 _memo: dict[tuple, list[str]] = {}
 
+#: The newest LLVM whose arch tables the library knows: what makes an arch an arch at all.
+NEWEST_LLVM = 22
+
 
 def raw_archs(env) -> list[str]:
     """OFFLOAD_ARCHS as a flat list of strings (a list, a comma/space separated string, or nested)."""
@@ -83,8 +86,13 @@ def canonical_arch(arch: str, llvm_version: int, var: str) -> str:
     try:
         canon = target_id.canonical_offload_arch(arch, llvm_version=llvm_version)
     except OffloadError as exc:
-        raise SCons.Errors.UserError(f"offload: {var}: '{arch}': {exc}") from None
-    v = target_id.offload_arch_vendor(canon)
+        # An arch newer than the clang in use (sm_120 with clang 19) is still an arch: nvcc may
+        # build it; the clang flavours refuse it for their sources (`known_to`).
+        try:
+            canon = target_id.canonical_offload_arch(arch, llvm_version=NEWEST_LLVM)
+        except OffloadError:
+            raise SCons.Errors.UserError(f"offload: {var}: '{arch}': {exc}") from None
+    v = target_id.offload_arch_vendor(canon, NEWEST_LLVM)
     if v is None:
         raise SCons.Errors.UserError(
             f"offload: {var}: '{arch}' is neither an NVIDIA (sm_*) nor an AMD (gfx*) offload arch")
@@ -103,19 +111,30 @@ def is_offload_arch_file_part(part: str) -> bool:
     if arch.startswith("sm:"):
         arch = "sm_" + arch[3:]
     try:
-        return target_id.offload_arch_vendor(target_id.canonical_offload_arch(arch)) is not None
+        return target_id.offload_arch_vendor(target_id.canonical_offload_arch(arch, llvm_version=NEWEST_LLVM),
+                                             NEWEST_LLVM) is not None
     except (OffloadError, TypeError):
         return False
 
 
 def vendor(arch: str) -> str:
     from offload_tool.rules import target_id
-    return "nvidia" if ptx_only(arch) else target_id.offload_arch_vendor(arch)
+    return "nvidia" if ptx_only(arch) else target_id.offload_arch_vendor(arch, NEWEST_LLVM)
 
 
 def triple(arch: str) -> str:
     from offload_tool.rules import target_id
-    return target_id.offload_triple("sm_" + arch[8:] if ptx_only(arch) else arch)
+    return target_id.offload_triple("sm_" + arch[8:] if ptx_only(arch) else arch, NEWEST_LLVM)
+
+
+def known_to(arch: str, llvm_version: int) -> bool:
+    """Whether a clang of `llvm_version` knows `arch` (a canonical arch, not PTX only)."""
+    from offload_tool.rules import target_id
+    try:
+        target_id.canonical_offload_arch(arch, llvm_version=llvm_version)
+        return True
+    except OffloadError:
+        return False
 
 
 def refuse_ptx_only(archs: list[str], compiler: str, lang_name: str) -> None:

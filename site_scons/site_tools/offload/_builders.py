@@ -17,7 +17,6 @@ import SCons.Action
 import SCons.Builder
 import SCons.Errors
 import SCons.Node
-import SCons.Node.FS
 import SCons.Util
 
 from . import _archs, _signatures, _variables
@@ -166,10 +165,9 @@ class Registry:
         """The nodes of `path`, made by `make()` on the first request. `wants()` describes a
         request; it is only evaluated when a second one arrives (substitution is not free at
         thousands of nodes)."""
-        # `path` is what `Node.get_path()` gives: relative to SCons's current folder, which is the
-        # folder of the SConscript being read. Two SConscripts' `k.cpp` are two requests.
-        key = (id(env), os.path.normpath(os.path.join(SCons.Node.FS.get_default_fs().getcwd().get_abspath(), path)),
-               kind)
+        # `path` is absolute (`get_abspath()`): `get_path()` is relative to the folder of the
+        # SConscript being read, and two SConscripts' `k.cpp` are two requests.
+        key = (id(env), path, kind)
         if key in self.nodes:
             first_wants, made = self.nodes[key]
             if first_wants.same_as(wants):

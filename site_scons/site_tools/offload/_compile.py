@@ -395,7 +395,7 @@ def require_clang(env):
 def request_key(env, s, target, what: str) -> str:
     """What the registry knows a compile request by: its target when the caller named one, else
     its source and what is made of it (the builder names the file)."""
-    return node(env, target).get_path() if target else f"{s.get_path()} [{what}]"
+    return node(env, target).get_abspath() if target else f"{s.get_abspath()} [{what}]"
 
 
 def host_object(env, s, target, kw, extra_sources=(), pic=False):
@@ -458,7 +458,7 @@ def host_ir(env, s, target, kw, pic=False):
         _compdb.record(genv, made, [s], "OFFLOAD_HOSTIRCOM")
         return made
 
-    return registry.get(env, ir.get_path(), "hostir", wants(senv, lang.name, kw.get("OFFLOAD_CLANG"), kw=kw), make)
+    return registry.get(env, ir.get_abspath(), "hostir", wants(senv, lang.name, kw.get("OFFLOAD_CLANG"), kw=kw), make)
 
 
 def device_object(env, s, arch, target, kw, ir=None):

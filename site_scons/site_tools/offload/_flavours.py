@@ -253,7 +253,18 @@ def OffloadAddFlavour(env, flavour, link_flags=(), library_inputs=(), split_devi
     return register(Clang(str(flavour), program_var, program, runtime, split_device_link))
 
 
-def check_archs(archs, flavour: Flavour, lang) -> None:
-    """PTX-only archs (`compute_NN`) are nvcc's alone."""
-    if not isinstance(flavour, Nvcc):
-        _archs.refuse_ptx_only(archs, (flavour.compiler or ("", "clang"))[1], lang.name)
+def check_archs(senv, archs, flavour: Flavour, lang, source) -> None:
+    """PTX-only archs (`compute_NN`) are nvcc's alone; an arch newer than the clang that would
+    compile the source (sm_120 with clang 19) is refused here, naming what builds it."""
+    if isinstance(flavour, Nvcc):
+        return
+    compiler = (flavour.compiler or ("", "clang"))[1]
+    _archs.refuse_ptx_only(archs, compiler, lang.name)
+    if flavour.compiler and flavour.compiler[0] == "OFFLOAD_CLANG":
+        major = _variables.clang_major(senv)
+        for a in archs:
+            if not _archs.known_to(a, major):
+                other = " (or OFFLOAD_CUDA_COMPILER='nvcc')" if lang.offload_kind == "cuda" else ""
+                raise SCons.Errors.UserError(
+                    f"offload: OFFLOAD_ARCHS: '{a}' is newer than the clang in use (LLVM {major}), which compiles "
+                    f"'{source}' ({lang.name}): a newer clang builds it{other}")

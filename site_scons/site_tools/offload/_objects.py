@@ -38,7 +38,7 @@ def offload_object(env, s, target, kw, pic=False):
     archs = archs_for(lang, canonical(senv))
     fat = node(env, target) if target else s.dir.File(stem(s) + senv.subst(object_suffix({"_OFFLOAD_PIC": pic}, [s])))
     flavour = _flavours.flavour_for(senv, lang)
-    _flavours.check_archs(archs, flavour, lang)
+    _flavours.check_archs(senv, archs, flavour, lang, s)
     _settings_check.check(env, kw, senv)
 
     def make():
@@ -48,7 +48,7 @@ def offload_object(env, s, target, kw, pic=False):
             n.attributes.offload_flavour = flavour.name
         return made
 
-    return registry.get(env, fat.get_path(), "object",
+    return registry.get(env, fat.get_abspath(), "object",
                         wants(senv, lang.name, flavour.name, lang.driver, ",".join(archs), kw=kw), make)
 
 

@@ -160,31 +160,6 @@ def _fatbin_id(target, source, env, for_signature):
         return "0"
 
 
-def _nvcc_gencode(target, source, env, for_signature):
-    """One `-gencode` per arch: SASS (`code=sm_NN`), plus PTX (`code=compute_NN`, for JIT on
-    later GPUs) when `OFFLOAD_CUDA_PTX` is set, as `nvcc -arch=sm_NN` embeds both; PTX only
-    for an entry `compute_NN`."""
-    ptx = env.get("OFFLOAD_CUDA_PTX")
-    out = []
-    for a in env.get("_OFFLOAD_NVCC_ARCHS") or []:
-        n = a.split("_", 1)[1]
-        code = f"compute_{n}" if a.startswith("compute_") else f"[sm_{n},compute_{n}]" if ptx else f"sm_{n}"
-        out.append(f"-gencode arch=compute_{n},code={code}")
-    return " ".join(out)
-
-
-def _nvcc_host_flags(target, source, env, for_signature):
-    """The host compiler's flags (`$CCFLAGS $CXXFLAGS $OFFLOAD_HOSTFLAGS`) as nvcc takes them:
-    `-Xcompiler=<flag>` each (`-march=native` is a host compiler flag nvcc itself rejects), except
-    the language dialect: `-std=c++NN` goes to nvcc itself, which compiles the device side in it
-    and hands it to the host compiler (passed only to the host compiler, the two sides disagree).
-    Each flag is the word the shell gives g++ from the same variables, and reaches the host
-    compiler as that word (a comma, a blank, a quote in it: `_nvcc.nvcc_host_flag`)."""
-    from . import _nvcc
-    flags = _nvcc.shell_words(env, "$CCFLAGS $CXXFLAGS $OFFLOAD_HOSTFLAGS", target, source, for_signature)
-    return _nvcc.command_words(f if f.startswith("-std=") else _nvcc.nvcc_host_flag(f) for f in flags)
-
-
 # --------------------------------------------------------------------------------------------
 # Library steps
 
@@ -327,9 +302,7 @@ CALLABLES = {
     "_OFFLOAD_NVCC_ID": _nvcc_id,
     "_OFFLOAD_LIBRARY_ID": _library_id,
     "_OFFLOAD_VENDORFLAGS": _vendor_flags,
-    "_OFFLOAD_NVCC_GENCODE": _nvcc_gencode,
     "_OFFLOAD_FATBIN_ID": _fatbin_id,
-    "_OFFLOAD_NVCC_HOSTFLAGS": _nvcc_host_flags,
     "_OFFLOAD_PACKAGERFLAGS": _packager_flags,
     "_OFFLOAD_LLVMVERSIONFLAG": _llvm_version_flag,
     "_OFFLOAD_IMAGES": _images,
