@@ -118,6 +118,18 @@ def settings(env, kw):
     return env.Override(kw) if kw else env
 
 
+def names_when_cleaning(folder) -> list[str]:
+    """The file names in `folder` when this run cleans (`scons -c`), else none: what the cleaners
+    of files no node names any more (an arch no longer configured) look through."""
+    import SCons.Script
+    if not SCons.Script.GetOption("clean"):
+        return []
+    try:
+        return os.listdir(folder.get_abspath())
+    except OSError:
+        return []
+
+
 def pic_overrides(senv, o: dict) -> None:
     """Add to overrides `o` what makes a compile position-independent (a shared library's)."""
     o["_OFFLOAD_PIC"] = 1

@@ -29,7 +29,8 @@ from . import _archs, _compdb, _consume, _host_ir, _languages, _openmp_sources, 
 from ._signatures import GroupSignatureAction
 from ._archs import archs_for, file_safe
 from ._builders import (COMPILER_VARS, LAUNCH, LIBRARY_VARS, PACKAGE_EMBED, PY, action, builder, canonical, group_builder,
-                        group_env, node, nodes, package_embed_builder, pic_overrides, registry, settings, stem, wants)
+                        group_env, names_when_cleaning, node, nodes, package_embed_builder, pic_overrides, registry, settings,
+                        stem, wants)
 from ._languages import language_of
 
 COMMANDS = {
@@ -536,12 +537,7 @@ def clean_stale_archs(env, owners, folder, prefix: str, suffixes: tuple[str, ...
     """Under `scons -c`, also remove the per-arch files this tool wrote for archs that are no longer
     configured (`<prefix><arch><suffix>`, e.g. `main.gfx1030.bc`): only names whose middle part is
     a valid offload arch."""
-    if not SCons.Script.GetOption("clean"):
-        return
-    try:
-        names = os.listdir(folder.get_abspath())
-    except OSError:
-        return
+    names = names_when_cleaning(folder)
     current = {file_safe(a) for a in archs}
     for name in names:
         if not name.startswith(prefix):

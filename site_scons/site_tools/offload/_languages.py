@@ -26,10 +26,10 @@ class Language:
     # clang flags of the host-only and device-only compiles (substituted per node)
     host_flags: str = ""
     device_flags: str = ""
-    # Variable naming the compiler ('clang' unless set), and the compilers it may name.
+    # Variable naming the compiler (the first of `flavours` unless set).
     compiler_var: str | None = None
-    compilers: tuple[str, ...] = ("clang",)
-    # The flavour (`_flavours`: how its sources are built) for each compiler, by name.
+    # The compilers it may name, each with the flavour (`_flavours`: how its sources are built)
+    # that compiler builds it with, by name.
     flavours: tuple[tuple[str, str], ...] = (("clang", "clang"),)
     # Offload entry names are derived from the source file's identity (st_dev, st_ino): host and
     # device objects must come from the same file, on this machine (never a distributed compile).
@@ -48,6 +48,10 @@ class Language:
     driver_var: str | None = None
     new_driver: tuple[tuple[str, object], ...] = ()
     driver: str = ""
+
+    @property
+    def compilers(self) -> tuple[str, ...]:
+        return tuple(c for c, _ in self.flavours)
 
     def device_suffix(self, vendor: str) -> str:
         """What a device-only compile writes: a code object for HIP, an nvptx ELF object for
@@ -79,7 +83,7 @@ CUDA = Language(
     host_flags="-x cuda --offload-new-driver -fgpu-rdc -Xclang -cuid=$_OFFLOAD_CUID -Wno-unknown-cuda-version "
                "$_OFFLOAD_CUDAPATHFLAG",
     device_flags="-x cuda --offload-new-driver -fgpu-rdc -Xclang -cuid=$_OFFLOAD_CUID -Wno-unknown-cuda-version",
-    compiler_var="OFFLOAD_CUDA_COMPILER", compilers=("clang", "nvcc"),
+    compiler_var="OFFLOAD_CUDA_COMPILER",
     flavours=(("clang", "cuda-clang"), ("nvcc", "cuda-nvcc")))
 
 # HIP, old driver: per-arch code objects bundled into a `.hipfb` that the host compile includes.
@@ -91,7 +95,7 @@ HIP = Language(
     host_flags="-x hip -Xclang -cuid=$_OFFLOAD_CUID $_OFFLOAD_ROCMFLAGS $_OFFLOAD_HOST_ARCHFLAGS "
                "$_OFFLOAD_HIPFB_INCLUDE",
     device_flags="-x hip --no-gpu-bundle-output -cuid=$_OFFLOAD_CUID",
-    compiler_var="OFFLOAD_HIP_COMPILER", compilers=("clang", "hipcc"),
+    compiler_var="OFFLOAD_HIP_COMPILER",
     flavours=(("clang", "hip-bundled"), ("hipcc", "hip-bundled-hipcc")),
     bundled_device_code=True,
     # HIP, new driver + RDC (OFFLOAD_HIP_DRIVER): per-arch bitcode packaged (kind hip) and embedded

@@ -39,11 +39,16 @@ import SCons.Script
 import SCons.Subst
 import SCons.Tool
 
-from ._builders import builder, stem
+from ._builders import builder, names_when_cleaning, stem
 
 _PLAN_SRC = "offload_nvcc_plan_src.cu"
 _PLAN_OUT = "offload_nvcc_plan_out.o"
-_TMP = re.compile(r"(?:/[^\s\"]*/)?tmpxft_[0-9a-f]+_[0-9a-f]+-\d+_offload_nvcc_plan_src\.[A-Za-z0-9_.]+")
+def temporaries(stem: str):
+    """nvcc's temporary files of a plan whose source or output is named `<stem>.*`."""
+    return re.compile(r"(?:/[^\s\"]*/)?tmpxft_[0-9a-f]+_[0-9a-f]+-\d+_" + stem + r"\.[A-Za-z0-9_.]+")
+
+
+_TMP = temporaries("offload_nvcc_plan_src")
 
 COMMANDS = {
     "_OFFLOAD_NVCCSTEPCOM": "$_OFFLOAD_NVCC_STEP",
@@ -995,13 +1000,7 @@ def clean_leftovers(env, owners, folder, prefix: str, names=_STEP_FILES) -> None
     build (`<prefix><name>` with `names` matching `<name>`): those of an arch no longer
     configured (`x.compute_89.ptx`, `x.sm_89.cubin`, ...), and all of them when the source is
     no longer split (`OFFLOAD_NVCC_SPLIT=False`, a wrapper)."""
-    if not SCons.Script.GetOption("clean"):
-        return
-    try:
-        found = os.listdir(folder.get_abspath())
-    except OSError:
-        return
-    for name in found:
+    for name in names_when_cleaning(folder):
         if name.startswith(prefix) and names.fullmatch(name[len(prefix):]):
             env.Clean(owners, folder.File(name))
 

@@ -34,7 +34,7 @@ from ._nvcc import Step, _Shape, _command, _is_host_cc, _intermediates, _StepAct
 
 _OUT = "offload_nvcc_plan_dlink.o"
 _INS = ("offload_nvcc_plan_in1.o", "offload_nvcc_plan_in2.o")   # two, to see where a step puts its inputs
-_TMP = re.compile(r"(?:/[^\s\"]*/)?tmpxft_[0-9a-f]+_[0-9a-f]+-\d+_offload_nvcc_plan_dlink\.[A-Za-z0-9_.]+")
+_TMP = _nvcc.temporaries("offload_nvcc_plan_dlink")
 
 COMMANDS = {
     "_OFFLOAD_NVCCDLINKSTEPCOM": "$_OFFLOAD_NVCC_STEP",
