@@ -92,13 +92,17 @@ def test_defines_and_file_names_that_plain_scons_takes_reach_every_openmp_step(t
             env = Environment(tools=['default', 'offload'], OFFLOAD_CLANG='clang-19',
                               OFFLOAD_ARCHS=['sm_80', 'gfx90a'], CPPDEFINES={DEFINES})
             env.OffloadProgram("bin dir/it's app", ["src dir/m$$ain.cpp"])
-            env.OffloadStaticLibrary("lib dir/ke rn", ["src dir/k'ern.cpp"])
+            lib = env.OffloadStaticLibrary("lib dir/ke rn", ["src dir/k'ern.cpp"])
+            use = env.Program('use', ['use.cpp'], LIBS=['ke rn'], LIBPATH=['lib dir'])
+            env.Depends(use, lib)  # (SCons's LIBS scanner does not find a library whose name has a blank)
             env.OffloadObject("src dir/v add.hip")
             env.OffloadManifest("bin dir/m a.json", ["bin dir/it's app"], OFFLOAD_REQUIRE=True)
             env.Program('plain', ['plain.cpp'])
             """,
         "src dir/m$ain.cpp": DEFINES_MAIN, "plain.cpp": DEFINES_MAIN,
         "src dir/k'ern.cpp": KERN_H + "void use(float *x) { scale(x, 4); }\n",
+        "use.cpp": "#include <cstdio>\nvoid use(float *x);\n"
+                   "int main() { float x[4] = {1, 2, 3, 4}; use(x); std::printf(\"%g\\n\", x[3]); return 0; }\n",
         "src dir/v add.hip": """
             #include <hip/hip_runtime.h>
             __global__ void vadd(float *x) { x[threadIdx.x] += 1; }
@@ -109,10 +113,11 @@ def test_defines_and_file_names_that_plain_scons_takes_reach_every_openmp_step(t
     assert run_built(p.root / "bin dir/it's app").stdout == want
     assert {i["arch"] for i in inspect_json(p.root / "lib dir/ke rn-offload.o")} == {"sm_80", "gfx90a"}
     assert (p.root / "src dir/v add.hipfb").is_file()
+    assert run_built(p.root / "use").stdout == "8\n"   # the ld script names 'libke rn-offload.a' quoted
     assert p.up_to_date()
     p.scons("-c")
     left = {str(f.relative_to(p.root)) for f in p.root.rglob("*") if f.is_file()}
-    assert left == {"SConstruct", "plain.cpp", "src dir/m$ain.cpp", "src dir/k'ern.cpp", "src dir/v add.hip",
+    assert left == {"SConstruct", "plain.cpp", "use.cpp", "src dir/m$ain.cpp", "src dir/k'ern.cpp", "src dir/v add.hip",
                     ".sconsign.dblite", ".sconsign.offload-probes.json"} - ({".sconsign.offload-probes.json"}
                                                                             - left)
 

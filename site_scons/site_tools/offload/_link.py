@@ -95,6 +95,12 @@ def _link_flags(target, source, env, for_signature):
 COMMANDS["_OFFLOAD_LINKFLAGS"] = _link_flags
 
 
+def _script_word(name: str) -> str:
+    """A file name as a GNU ld script names it: quoted when it holds a blank or a character the
+    script language reads (`(`, `)`, `,`, `;`, `"`); a quote in a name cannot be written."""
+    return f'"{name}"' if any(c in name for c in " \t(),;=") else name
+
+
 def _write_ldscript(target, source, env):
     """`libfoo.a`: the script text, and a comment with the digest of the archive it names. A
     consumer's link depends on `libfoo.a` alone (SCons's LIBS scanner finds that file, not what it
@@ -379,7 +385,7 @@ def OffloadStaticLibrary(env, target, source, **kw):
     for flavour in _link_flavours(_objects.objects(env, source, kw)):
         runtime.extend(f for f in flavour.library_inputs(senv) if f not in runtime)
     text = ("/* GNU ld script written by the offload SCons tool: the library and its runtime. */\n"
-            f"INPUT ( {inner[0].name} {' '.join(runtime)} )\n")
+            f"INPUT ( {' '.join(map(_script_word, [inner[0].name] + runtime))} )\n")
     script = env._OffloadLdScript(lib, inner, _OFFLOAD_LDSCRIPT=text, **kw)
     return SCons.Util.NodeList(list(script) + list(inner) + list(reloc))
 
