@@ -56,6 +56,12 @@ class UsageError(OffloadError):
     """A command-line or API argument is invalid."""
 
 
+class OptionError(UsageError):
+    """A mistake LLVM's option parser (`cl`) reports itself: an unknown option, a missing or
+    mistyped value, a required option not given.  The drop-in CLIs print it as LLVM does,
+    `<program name>: <message>` (the name without its directory, and no `error:`)."""
+
+
 class OutputPathError(OffloadError):
     """A name taken from inside a file would escape the output directory."""
 

@@ -141,3 +141,48 @@ def test_packager_scenario(tmp_path, name, args):
         assert r.returncode == 0, r.stderr
         outs[who] = (d / "out.bin").read_bytes()
     assert outs["ours"] == outs["llvm"]
+
+
+# How LLVM 19 names itself in a message: the option parser's mistakes are `<base name>: <message>`
+# (no `error:`), every other error `<argv[0]>: error: <message>` with argv[0] as typed (the bare
+# name when found on PATH, the path when run by path).  Each row: program, arguments; LLVM prints
+# exactly one line for each.
+PREFIX_ROWS = [
+    ("bundler", "bad-uint", ["-type=o", "-bundle-align=x"]),
+    ("bundler", "bad-bool", ["-type=o", "-list=x"]),
+    ("bundler", "missing-type", [f"-targets={HOST}", "-input=a", "-output=b"]),
+    ("bundler", "missing-value", ["-type=o", "-input"]),
+    ("bundler", "missing-input", ["-type=o", f"-targets={HOST}", "-input=absent.o", "-output=x.o"]),
+    ("bundler", "bad-type", ["-type=zz", f"-targets={HOST}", "-input=present", "-output=x.o"]),
+    ("bundler", "list-unbundle", ["-type=o", "-list", "-unbundle", "-input=a"]),
+    ("packager", "bad-bool", ["--archive=zz"]),
+    ("packager", "missing-value", ["-o"]),
+    ("packager", "missing-input", ["absent.bin", "--image=kind=openmp"]),
+    ("packager", "exclusive", ["-o", "x.bin", "present"]),
+    ("packager", "image-keys", ["-o", "x.bin", "--image=triple=x"]),
+]
+
+
+@pytest.mark.parametrize("how", ["by-name", "by-path"])
+@pytest.mark.parametrize("module,name,args", PREFIX_ROWS, ids=[f"{r[0]}-{r[1]}" for r in PREFIX_ROWS])
+def test_message_prefix_as_llvm(tmp_path, how, module, name, args):
+    program = {"bundler": "clang-offload-bundler", "packager": "clang-offload-packager"}[module]
+    llvm_dir = os.path.dirname(os.path.realpath(need_tool(f"{program}-19")))
+    assert os.path.exists(os.path.join(llvm_dir, program))
+    ours_dir = tmp_path / "bin"
+    ours_dir.mkdir()
+    _launcher(ours_dir, program, module)
+    errs = {}
+    for who, bindir in (("llvm", llvm_dir), ("ours", str(ours_dir))):
+        d = tmp_path / who
+        d.mkdir()
+        (d / "present").write_bytes(b"x")
+        # By path, the folder is not on PATH: a console script cannot tell the full path typed
+        # from a PATH search finding that same file (`command_line.invoked_as`).
+        env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", "")) if how == "by-name" else None
+        prog = program if how == "by-name" else os.path.join(bindir, program)
+        r = run([prog, *args], cwd=d, env=env)
+        assert r.returncode == 1, r.stderr
+        errs[who] = r.stderr.decode().replace(bindir + "/", "DIR/")
+    assert errs["ours"] == errs["llvm"]
+    assert errs["ours"].count("\n") == 1

@@ -2,7 +2,8 @@
 
 Same options (single or double dash, `-opt=value` or `-opt value`), same checks in the same order
 with the same messages, same exit statuses and output files. Every failure is
-one line `offload-bundler: error: ...` and exit status 1, never a traceback. Imports are lazy so
+one line and exit status 1, never a traceback: `<argv[0]>: error: ...`, or, for what LLVM's option
+parser reports, `<program name>: ...` (`command_line`). Imports are lazy so
 that small operations start fast."""
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ import os
 import sys
 
 from .. import budget
-from .command_line import ArgumentParser, Option, run_command
-from ..errors import UsageError
+from .command_line import ArgumentParser, Option, invoked_as as _invoked_as, run_command
+from ..errors import OptionError, UsageError
 
 PROG = "offload-bundler"
 VERSION = "0.1.0"
@@ -96,12 +97,10 @@ PARSER = ArgumentParser(PROG, _OPTIONS, style="llvm", positionals=False)
 
 
 def invoked_as(argv0: str | None = None) -> str:
-    """The name the program was started by (argv[0]), as LLVM's tools name themselves in help and
-    errors, so that a link named `clang-offload-bundler` speaks as one; `PROG` when run as a module."""
-    argv0 = sys.argv[0] if argv0 is None else argv0
-    if not argv0 or argv0 == "-c" or argv0.endswith((".py", ".pyc")):
-        return PROG
-    return argv0
+    """The name the program was started by, as the user typed it (`command_line.invoked_as`), as
+    LLVM's tools name themselves in help and errors, so that a link named `clang-offload-bundler`
+    speaks as one; `PROG` when run as a module."""
+    return _invoked_as(PROG, argv0)
 
 
 def _llvm_integer(name: str, text: str, signed: bool) -> int:
@@ -129,7 +128,7 @@ def _llvm_integer(name: str, text: str, signed: bool) -> int:
         value = -value
     low, high = (-(1 << 31), (1 << 31) - 1) if signed else (0, (1 << 32) - 1)
     if value is None or not low <= value <= high:
-        raise UsageError(f"for the --{name} option: '{text}' value invalid for {'integer' if signed else 'uint'} "
+        raise OptionError(f"for the --{name} option: '{text}' value invalid for {'integer' if signed else 'uint'} "
                          f"argument!")
     return value
 
@@ -151,13 +150,14 @@ def _run(opts, env, prog: str, argv0: str) -> int:
     if flags.get("version"):
         sys.stdout.write(f"{prog} {VERSION} (offload-tool; drop-in for clang-offload-bundler 19)\n")
         return 0
-    if not values["type"]:
-        raise UsageError("for the --type option: must be specified at least once!")
-    files_type = values["type"][-1]
-    # Like LLVM's cl::opt, a repeated option keeps its last value.
+    # Like LLVM's cl::opt, a repeated option keeps its last value; values are parsed (and refused)
+    # before the required options are missed, as LLVM's parser does.
     bundle_align = _llvm_integer("bundle-align", values["bundle-align"][-1], False) if values["bundle-align"] else 1
     level = (_llvm_integer("compression-level", values["compression-level"][-1], True)
              if values["compression-level"] else None)
+    if not values["type"]:
+        raise OptionError("for the --type option: must be specified at least once!")  # cl::Required
+    files_type = values["type"][-1]
     if bundle_align == 0:
         # LLVM 19 divides by zero (SIGFPE); refuse instead.
         raise UsageError("for the --bundle-align option: must be at least 1")

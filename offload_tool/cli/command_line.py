@@ -8,19 +8,28 @@ Two option spellings exist because the drop-ins must accept what they replace:
 
 Whatever goes wrong, a CLI prints exactly one line, `<prog>: error: <message>`, and exits 1:
 an `OffloadError`, bad usage, an interrupt, memory exhaustion, a closed pipe or a failed write,
-and even a bug (named as an internal error).  Never a traceback: build tools show the line."""
+and even a bug (named as an internal error).  Never a traceback: build tools show the line.
+
+The drop-ins name themselves as LLVM 19's tools do (checked against clang-offload-bundler-19 and
+clang-offload-packager-19): what LLVM's option parser reports (`OptionError`: an unknown option,
+a bad or missing value, a required option not given) is `<basename of argv[0]>: <message>`,
+without `error:`; every other error is `<argv[0]>: error: <message>`, argv[0] as the user typed
+it (`clang-offload-bundler` when found on PATH, `/usr/bin/clang-offload-bundler` when run by
+that path).  `invoked_as` recovers what the user typed (see there)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from ..errors import OffloadError, UsageError
+from ..errors import OffloadError, OptionError, UsageError
 from ..printable import printable
 
-__all__ = ["Option", "Parsed", "ArgumentParser", "run_command", "one_line", "error_line", "llvm_version_argument"]
+__all__ = ["Option", "Parsed", "ArgumentParser", "run_command", "one_line", "error_line", "llvm_version_argument",
+           "invoked_as"]
 
 _TRUE = ("true", "TRUE", "True", "1")
 _FALSE = ("false", "FALSE", "False", "0")
@@ -92,6 +101,8 @@ class ArgumentParser:
         self.style = style
         self.positionals = positionals
         self.max_positionals = max_positionals
+        # LLVM's `cl` mistakes are printed its way (`OptionError`); the GNU style's as any error.
+        self.error = OptionError if style == "llvm" else UsageError
 
     def parse(self, argv: Iterable[str]) -> Parsed:
         argv = list(argv)
@@ -110,21 +121,23 @@ class ArgumentParser:
             else:
                 i = self._gnu_option(parsed, argv, i, arg)
         if self.max_positionals is not None and len(parsed.positionals) > self.max_positionals:
-            raise UsageError(f"Too many positional arguments specified! Can specify at most {self.max_positionals} "
+            raise self.error(f"Too many positional arguments specified! Can specify at most {self.max_positionals} "
                              f"positional arguments")
         return parsed
 
     def _positional(self, parsed: Parsed, arg: str) -> None:
         if not self.positionals:
+            if self.style == "llvm":  # LLVM's `cl` takes a stray word for an option it does not know
+                raise OptionError(f"Unknown command line argument '{arg}'.  Try: '{self.prog} --help'")
             raise UsageError(f"unexpected argument '{arg}' (options start with '-'; see --help)")
         parsed.positionals.append(arg)
 
-    @staticmethod
-    def _take_value(parsed: Parsed, option: Option, argv: list[str], i: int, value: str | None, missing: str) -> int:
+    def _take_value(self, parsed: Parsed, option: Option, argv: list[str], i: int, value: str | None,
+                    missing: str) -> int:
         """Store the option's value (given inline, or the next argument); return the next index."""
         if value is None:
             if i >= len(argv):
-                raise UsageError(missing)
+                raise self.error(missing)
             value, i = argv[i], i + 1
         parsed.values[option.key].extend(value.split(",") if option.comma_list else [value])
         return i
@@ -134,11 +147,11 @@ class ArgumentParser:
         name, eq, value = body.partition("=")
         option = self.options.get(name)
         if option is None:
-            raise UsageError(f"Unknown command line argument '{arg}'.  Try: '{self.prog} --help'")
+            raise OptionError(f"Unknown command line argument '{arg}'.  Try: '{self.prog} --help'")
         dashes = "-" if len(name) == 1 else "--"
         if not option.value:
             if eq and value not in _TRUE + _FALSE:
-                raise UsageError(f"for the {dashes}{name} option: '{value}' is invalid value for boolean argument! "
+                raise OptionError(f"for the {dashes}{name} option: '{value}' is invalid value for boolean argument! "
                                  f"Try 0 or 1")
             parsed.flags[name] = not eq or value in _TRUE
             return i
@@ -170,8 +183,9 @@ def llvm_version_argument(text: str | None, style: str = "gnu") -> int | None:
     try:
         version = int(text)
     except ValueError:
-        raise UsageError(f"invalid --llvm-version '{text}'" if style == "gnu" else
-                         f"for the --llvm-version option: '{text}' value invalid for integer argument!") from None
+        if style == "gnu":
+            raise UsageError(f"invalid --llvm-version '{text}'") from None
+        raise OptionError(f"for the --llvm-version option: '{text}' value invalid for integer argument!") from None
     if version not in SUPPORTED_LLVM_VERSIONS:
         given = f" {version}" if style == "gnu" else f"={text}"
         raise UsageError(f"unsupported --llvm-version{given} (supported: "
@@ -186,13 +200,14 @@ def one_line(text) -> str:
     return printable(str(text).strip()) or "unknown error"
 
 
-def error_line(prog: str, message) -> None:
-    """Print `<prog>: error: <message>` to stderr, as one line. A closed or full stderr is no
-    reason for a traceback: the exit status still says what happened."""
+def error_line(prog: str, message, label: str | None = "error") -> None:
+    """Print `<prog>: error: <message>` to stderr, as one line (`<prog>: <message>` when `label` is
+    None). A closed or full stderr is no reason for a traceback: the exit status still says what
+    happened."""
     try:
         stderr = sys.stderr
         if stderr is not None:
-            stderr.write(f"{prog}: error: {one_line(message)}\n")
+            stderr.write(f"{prog}: {label + ': ' if label else ''}{one_line(message)}\n")
             stderr.flush()
     except (OSError, ValueError):
         pass
@@ -220,8 +235,38 @@ def _message(exc: BaseException) -> str:
     return f"internal error: {type(exc).__name__}: {exc}"
 
 
+def invoked_as(default: str, argv0: str | None = None) -> str:
+    """The name the program was started by, as the user typed it (LLVM's tools print argv[0]);
+    `default` when run as a module (`python -m`, argv[0] a `.py` file) or with no argv[0].
+
+    A console script is a `#!python` script, and the kernel hands the interpreter the path the
+    shell executed, not the word the user typed: a command found on PATH arrives as the full
+    path of the file found (`offload-bundler` -> `/venv/bin/offload-bundler`), while a path
+    typed with a slash (`./clang-offload-bundler`, `/opt/x/clang-offload-bundler`) arrives as
+    typed.  (`$_` is set by some shells only, and to the same full path; /proc/self/cmdline and
+    the auxiliary vector hold the same path.)  So the rule: an absolute argv[0] that is exactly
+    what a PATH search for its base name finds is taken to be that name, typed bare; any other
+    argv[0] is kept.  The one case it gets wrong: the full path of the very file PATH finds,
+    typed out, is shown as the bare name."""
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    if not argv0 or argv0 == "-c" or argv0.endswith((".py", ".pyc")):
+        return default
+    if os.path.isabs(argv0):
+        name = os.path.basename(argv0)
+        try:
+            found = shutil.which(name)
+            if found and os.path.isabs(found) and os.path.samefile(found, argv0) and \
+                    os.path.dirname(os.path.normpath(found)) == os.path.dirname(os.path.normpath(argv0)):
+                return name
+        except (OSError, ValueError):
+            pass
+    return argv0
+
+
 def run_command(prog: str, body: Callable[[], int | None]) -> int:
     """Run a CLI's `body` under the error contract; return its exit status (0 if it returns None).
+    `prog` is the name for errors (argv[0] for the drop-ins); an `OptionError` is printed as LLVM's
+    option parser prints it, `<basename of prog>: <message>`.
 
     SIGTERM and SIGHUP end the run as SIGINT does (`fileio.removing_temp_files`): the outputs in
     progress are discarded and the one error line says which signal it was."""
@@ -239,7 +284,10 @@ def run_command(prog: str, body: Callable[[], int | None]) -> int:
             message = _message(exc)
         except BaseException:  # noqa: BLE001 - even formatting the message can run out of memory
             message = f"{type(exc).__name__}"
-        error_line(prog, message)
+        if isinstance(exc, OptionError):
+            error_line(os.path.basename(prog) or prog, message, label=None)
+        else:
+            error_line(prog, message)
         status = 1
     try:
         sys.stdout.flush()

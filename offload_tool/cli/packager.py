@@ -14,7 +14,7 @@ from ..formats.offload_binary import DEFAULT_LLVM_VERSION
 from ..errors import UsageError
 from ..ops.package import Warnings, bundle_images, unbundle_images
 from ..printable import printable
-from .command_line import ArgumentParser, Option, llvm_version_argument, run_command
+from .command_line import ArgumentParser, Option, invoked_as, llvm_version_argument, run_command
 
 __all__ = ["main", "run", "llvm_version_option", "PROG", "PARSER"]
 
@@ -64,14 +64,17 @@ def llvm_version_option(text: str | None) -> int:
     return DEFAULT_LLVM_VERSION if version is None else version
 
 
-def run(argv: list[str]) -> int:
-    """The packager's command line: package (`-o`) or extract (an input file)."""
-    opts = PARSER.parse(argv)
+def run(argv: list[str], argv0: str = PROG) -> int:
+    """The packager's command line: package (`-o`) or extract (an input file); `argv0` is the name
+    it was invoked by (LLVM's option errors say "Try: '<argv[0]> --help'")."""
+    parser = PARSER if argv0 == PROG else ArgumentParser(argv0, PARSER.options.values(), style="llvm",
+                                                         max_positionals=1)
+    opts = parser.parse(argv)
     with budget.run(budget.from_option(opts.values["budget"])):
-        return _run(opts)
+        return _run(opts, argv0)
 
 
-def _run(opts) -> int:
+def _run(opts, argv0: str = PROG) -> int:
     llvm_version = llvm_version_option(opts.last("llvm-version"))
     if opts.flag("help", "help-list", "help-hidden", "help-list-hidden"):
         sys.stdout.write(HELP)
@@ -88,13 +91,15 @@ def _run(opts) -> int:
         bundle_images(opts.values["image"], output, llvm_version=llvm_version)
     elif input_file is not None:
         unbundle_images(input_file, opts.values["image"], archive=opts.flag("archive"), llvm_version=llvm_version,
-                        warn=Warnings(lambda msg: print(f"{PROG}: warning: {printable(msg)}", file=sys.stderr)))
+                        warn=Warnings(lambda msg: print(f"{argv0}: warning: {printable(msg)}", file=sys.stderr)))
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Console-script entry point; errors name the program as it was invoked (`invoked_as`)."""
+    argv0 = invoked_as(PROG) if argv is None else PROG
     argv = sys.argv[1:] if argv is None else list(argv)
-    return run_command(PROG, lambda: run(argv))
+    return run_command(argv0, lambda: run(argv, argv0))
 
 
 if __name__ == "__main__":
