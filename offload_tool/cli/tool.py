@@ -1,7 +1,7 @@
 """`offload-tool`: inspect, verify and embed offload containers.
 
     offload-tool inspect [--json] [--llvm-version N] FILE...
-    offload-tool verify FILE... [--require ARCH[,ARCH...]] [--check-entries | --no-check-entries]
+    offload-tool verify FILE... [--require ARCH[,ARCH...]] [--runs-on GPU[,GPU...]] [--check-entries | --no-check-entries]
     offload-tool embed HOST.o PACKAGE -o OUT.o          (see `offload-tool embed --help`)
     offload-tool cost --add ARCH REPORT.json            (see `offload-tool cost --help`)
 
@@ -28,8 +28,9 @@ COMMANDS:
             clang offload bundles (binary, text, compressed), ELF objects, programs and shared
             libraries (.llvm.offloading, __CLANG_OFFLOAD_BUNDLE__*, .hip_fatbin, .nv_fatbin,
             __nv_relfatbin), NVIDIA fat binaries, LLVM bitcode and static archives (recursively).
-  verify    Exit 0 only if each FILE holds every --require'd arch and its host and device
-            OpenMP offload entries agree; otherwise print one line per problem and exit 1.
+  verify    Exit 0 only if each FILE holds every --require'd arch, runs on every --runs-on GPU
+            and its host and device OpenMP offload entries agree; otherwise print one line per
+            problem and exit 1.
   embed     Add an OffloadBinary package to a host object as .llvm.offloading.
   convert   Rewrite a heterogeneous static library between the old offload driver's bundles and
             the new driver's .llvm.offloading fat objects (--to=new|old IN.a -o OUT.a).
@@ -75,6 +76,16 @@ OPTIONS:
                       by compatibility: an image for gfx90a satisfies gfx90a:xnack+, one for
                       gfx90a:xnack+ does not satisfy gfx90a:xnack-.  sm_XX matches SASS or PTX
                       for that SM; compute_XX asks for PTX.  May be repeated.
+  --runs-on=GPU[,GPU...]  Each GPU (sm_86; gfx90a, or with its modes gfx90a:xnack-) must be able
+                      to run each FILE's device code; one line per FILE and GPU says whether and
+                      how: 'app: sm_86: yes (SASS sm_80, same major)', 'app: sm_90: yes (PTX
+                      compute_80 (JIT))', 'app: sm_90: no: SASS sm_80 only (major 8), no PTX'.
+                      NVIDIA: SASS sm_XY runs on sm_XZ, Z >= Y (not on Tegra), sm_XYa only on
+                      sm_XY, sm_XYf on the same major with minor >= Y; PTX compute_XY is
+                      JIT-compiled for compute capability >= X.Y.  AMD: code runs on its own
+                      processor, generic targets on their processors; xnack+/- (and sramecc+/-)
+                      code needs that mode, so a GPU named without it gets 'only if XNACK is
+                      on' (a failure).  May be repeated.
   --check-entries     Require every host OpenMP offload entry (__omp_offloading_<dev>_<file-id>_...)
                       to be defined by every OpenMP device image of the same object or program.
                       This is ON by default when a file has such entries; with this option a
@@ -142,7 +153,7 @@ def _inspect_sizes(files: list[str], llvm_version, as_json: bool) -> int:
 def cmd_verify(argv: list[str]) -> int:
     from ..ops.verify import verify_file
     opts = _parse(argv, "verify", VERIFY_HELP, ["--check-entries", "--no-check-entries", "-q", "--quiet"],
-                  ["--require", "--llvm-version", "--max-bytes"])
+                  ["--require", "--llvm-version", "--max-bytes", "--runs-on"])
     if opts is None:
         return 0
     files = opts.positionals
@@ -157,6 +168,7 @@ def cmd_verify(argv: list[str]) -> int:
                 raise UsageError(f"empty arch in --require '{value}'")
             if arch not in require:
                 require.append(arch)
+    runs_on = _runs_on(opts.values["runs-on"])
     llvm_version = llvm_version_argument(opts.last("llvm-version"))
     quiet = opts.flag("q", "quiet")
     budgets = _max_bytes(opts.values["max-bytes"])
@@ -164,7 +176,12 @@ def cmd_verify(argv: list[str]) -> int:
     limits = budget.from_option(opts.values["budget"])
     for path in files:
         with budget.run(limits):
-            result = verify_file(path, require=require, check_entries=check, llvm_version=llvm_version)
+            result = verify_file(path, require=require, check_entries=check, llvm_version=llvm_version,
+                                 runs_on=runs_on)
+        if not quiet:
+            for verdict in result.runs_on:
+                if verdict.ok:
+                    sys.stdout.write(printable(f"{path}: {verdict.gpu.text}: {verdict.line}") + "\n")
         problems = result.problems + ([n for n in result.notes] if check else [])
         problems += _over_budget(result, path, budgets)
         for line in problems:
@@ -175,12 +192,30 @@ def cmd_verify(argv: list[str]) -> int:
             what = [f"{len(result.images)} device image(s)"]
             if require:
                 what.append("required archs " + ",".join(require) + " present")
+            if runs_on:
+                what.append("runs on " + ",".join(runs_on))
             if result.entries_checked:
                 what.append(f"{result.entries_checked} entry/image pair(s) consistent")
             if budgets:
                 what.append("within --max-bytes")
             sys.stdout.write(f"{printable(path)}: ok: {'; '.join(what)}\n")
     return status
+
+
+def _runs_on(values: list[str]) -> list[str]:
+    """--runs-on values, comma-split, in order, without repeats; each checked now (a typo must
+    not pass silently)."""
+    from ..ops.runs_on import parse_gpu
+    gpus: list[str] = []
+    for value in values:
+        for gpu in value.split(","):
+            gpu = gpu.strip()
+            if not gpu:
+                raise UsageError(f"empty GPU in --runs-on '{value}'")
+            parse_gpu(gpu)
+            if gpu not in gpus:
+                gpus.append(gpu)
+    return gpus
 
 
 def _max_bytes(values: list[str]) -> dict[str, int]:

@@ -40,7 +40,25 @@ as for an archive's symbol table (`bitcode.bitcode_symbols`).  Images without a 
 (PTX text, bitcode written without the irsymtab clang always adds) are searched for the name's
 bytes: that cannot miss a name that is present, and since a wrong file identity changes the
 middle of the name it still catches the mismatch this check is for; a match followed by a
-decimal digit does not count (`..._l3` inside `..._l30`)."""
+decimal digit does not count (`..._l3` inside `..._l30`).
+
+3. **Named GPUs** (`--runs-on sm_86,gfx90a:xnack-`): for each GPU, whether it can run the file's
+   device code and how, by NVIDIA's and LLVM's documented compatibility (`runs_on` has the rules
+   and their sources):
+
+   * NVIDIA: SASS `sm_XY` runs on `sm_XZ` with Z >= Y (same major; not on or across Tegra SMs
+     `sm_53/62/72/87/101/110`); arch-specific `sm_XYa` only on `sm_XY`; family-specific `sm_XYf`
+     (CUDA 12.9+) on the same major with minor >= Y.  PTX `compute_XY` is JIT-compiled for any GPU
+     of compute capability >= X.Y (`compute_XYa` only X.Y, `compute_XYf` its family).  clang's
+     nvptx images are cubins (SASS) of their `sm_XY`; an LLVM IR image becomes one at link.
+   * AMD: a code object runs only on its processor, except a generic target (`gfx9-generic`,
+     `gfx9-4-generic`, `gfx10-1-generic`, `gfx10-3-generic`, `gfx11-generic`, `gfx12-generic`) on
+     each processor of its AMDGPUUsage list; `xnack+` code needs XNACK on, `xnack-` off, code
+     without the feature runs either way (`sramecc` alike).  A GPU named without a mode gets
+     "only if XNACK is on", which fails the check, unless the file has code for each mode.
+
+   A file runs on a GPU when every unit of device code in it (an object's or archive member's
+   images, each fat binary of a CUDA program) has an image the GPU runs."""
 
 from __future__ import annotations
 
@@ -93,14 +111,16 @@ class VerifyResult:
     missing_entries: list[tuple[str, str]] = field(default_factory=list)  # (entry name, image path)
     entries_checked: int = 0
     notes: list[str] = field(default_factory=list)
+    runs_on: list = field(default_factory=list)  # runs_on.Verdict per --runs-on GPU
 
     @property
     def ok(self) -> bool:
-        return not self.missing_archs and not self.missing_entries
+        return not self.missing_archs and not self.missing_entries and all(v.ok for v in self.runs_on)
 
     @property
     def problems(self) -> list[str]:
-        out = [f"{self.path}: missing required arch '{a}'" for a in self.missing_archs]
+        out = [f"{self.path}: {v.gpu.text}: {v.line}" for v in self.runs_on if not v.ok]
+        out += [f"{self.path}: missing required arch '{a}'" for a in self.missing_archs]
         out += [f"{img}: missing host offload entry '{name}'" for name, img in self.missing_entries]
         return out
 
@@ -340,12 +360,16 @@ def _host_objects(buf, name: str, depth: int = 0):
 
 
 def verify_buffer(buf, name: str, *, require: list[str] = (), check_entries: bool | None = None,
-                  llvm_version: int | None = None) -> VerifyResult:
-    """Run the checks on one file's contents.  `check_entries=None`: check when entries exist."""
+                  llvm_version: int | None = None, runs_on: list[str] = ()) -> VerifyResult:
+    """Run the checks on one file's contents.  `check_entries=None`: check when entries exist.
+    `runs_on`: GPUs (`sm_86`, `gfx90a:xnack+`) that must be able to run the file's device code."""
+    from . import runs_on as _runs_on
     for arch in require:
         _check_requested(arch)
+    gpus = [_runs_on.parse_gpu(g) for g in runs_on]
     images = inspect_buffer(buf, name, llvm_version=llvm_version)
     result = VerifyResult(name, images)
+    result.runs_on = [_runs_on.runs_on(images, name, gpu) for gpu in gpus]
     for arch in require:
         if not any(arch_satisfied(img.arch, arch, img.image_kind) for img in images):
             result.missing_archs.append(arch)
@@ -381,11 +405,11 @@ def verify_buffer(buf, name: str, *, require: list[str] = (), check_entries: boo
 
 @budget.metered
 def verify_file(path: str, *, require: list[str] = (), check_entries: bool | None = None,
-                llvm_version: int | None = None) -> VerifyResult:
+                llvm_version: int | None = None, runs_on: list[str] = ()) -> VerifyResult:
     from ..fileio import open_input
     with open_input(path) as buf:
         result = verify_buffer(buf, str(path), require=require, check_entries=check_entries,
-                               llvm_version=llvm_version)
+                               llvm_version=llvm_version, runs_on=runs_on)
         for img in result.images:
             img.data = b""  # do not keep views into the closed map
         return result
