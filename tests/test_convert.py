@@ -130,3 +130,52 @@ def test_scons_convert_archive_builder(tmp_path):
                              "env.OffloadConvertArchive('libold.a', to='sideways')\n")
     bad = proj.scons(check=False)
     assert bad.returncode != 0 and "to='sideways'" in bad.stderr
+
+
+def _archives_both_ways(tmp_path):
+    """libold.a (one object bundle built by our bundler from a clang-19 host object) and the same
+    library converted with an explicit --to=new (libnew.a)."""
+    from offload_tool.ops import bundler_api
+    clang = need_tool("clang-19")
+    d = str(tmp_path)
+    (tmp_path / "k.c").write_text("int k(void) { return 1; }\n")
+    (tmp_path / "plain.c").write_text("int plain(void) { return 2; }\n")
+    _ok(run([clang, "-c", f"{d}/k.c", "-o", f"{d}/k.host.o"]))
+    _ok(run([clang, "-c", f"{d}/plain.c", "-o", f"{d}/plain.o"]))
+    (tmp_path / "dev.bin").write_bytes(b"\x7fELF device code")
+    bundler_api.bundle("o", ["host-x86_64-unknown-linux-gnu", "hip-amdgcn-amd-amdhsa--gfx90a:xnack+"],
+                       [f"{d}/k.host.o", f"{d}/dev.bin"], f"{d}/k.o")
+    _ok(run(["ar", "rcs", f"{d}/libold.a", f"{d}/plain.o", f"{d}/k.o"]))
+    _ok(run_cli("tool", "convert", "--to=new", f"{d}/libold.a", "-o", f"{d}/libnew.a"))
+    return d
+
+
+@pytest.mark.parametrize("source, expected_to, explicit", [("libold.a", "new", "libnew.a"),
+                                                           ("libnew.a", "old", None)])
+def test_direction_is_inferred_from_the_input(tmp_path, source, expected_to, explicit):
+    d = _archives_both_ways(tmp_path)
+    cp = _ok(run_cli("tool", "convert", f"{d}/{source}", "-o", f"{d}/inferred.a"))
+    err = cp.stderr.decode()
+    assert err.count("\n") == 1 and err.startswith("offload-tool convert: ") and f"(--to={expected_to})" in err
+    assert "k.o" in err  # names the member that decided it
+    if explicit is None:  # the same as asking for it
+        _ok(run_cli("tool", "convert", f"--to={expected_to}", f"{d}/{source}", "-o", f"{d}/explicit.a"))
+        explicit = "explicit.a"
+    assert (tmp_path / "inferred.a").read_bytes() == (tmp_path / explicit).read_bytes()
+    # An explicit --to says nothing about the direction.
+    cp = _ok(run_cli("tool", "convert", f"--to={expected_to}", f"{d}/{source}", "-o", f"{d}/again.a"))
+    assert cp.stderr == b""
+
+
+def test_direction_not_inferable_asks_for_to(tmp_path):
+    d = _archives_both_ways(tmp_path)
+    _ok(run(["ar", "x", "--output", d, f"{d}/libnew.a", "k.o"]))
+    os.rename(f"{d}/k.o", f"{d}/knew.o")
+    _ok(run(["ar", "x", "--output", d, f"{d}/libold.a", "k.o"]))
+    _ok(run(["ar", "rcs", f"{d}/libmixed.a", f"{d}/k.o", f"{d}/knew.o"]))
+    _ok(run(["ar", "rcs", f"{d}/libplain.a", f"{d}/plain.o"]))
+    for lib, why in (("libmixed.a", "holds both"), ("libplain.a", "holds no device code")):
+        cp = run_cli("tool", "convert", f"{d}/{lib}", "-o", f"{d}/out.a")
+        err = cp.stderr.decode()
+        assert cp.returncode == 1 and err.count("\n") == 1 and why in err and "--to=new or --to=old" in err, err
+        assert not (tmp_path / "out.a").exists()

@@ -7,14 +7,17 @@ from __future__ import annotations
 import sys
 
 from ..errors import UsageError
-from ..ops.convert import convert_archive
+from ..ops.convert import convert_archive, infer_direction
+from ..printable import printable
 from .command_line import Option, llvm_version_argument, parse_or_help
 
 __all__ = ["run", "USAGE"]
 
-USAGE = """usage: {prog} --to=new|old IN.a -o OUT.a [--llvm-version=N] [--host-triple=TRIPLE]
+USAGE = """usage: {prog} [--to=new|old] IN.a -o OUT.a [--llvm-version=N] [--host-triple=TRIPLE]
 
-Rewrite the static library IN.a for the other offload driver and write OUT.a:
+Rewrite the static library IN.a for the other offload driver and write OUT.a. Without --to the
+input tells the direction (bundles inside: --to=new; .llvm.offloading inside: --to=old), and
+one line on stderr says which was chosen; an archive with both, or neither, needs --to.
 
   --to=new   members that are clang offload bundles (objects with __CLANG_OFFLOAD_BUNDLE__*
              sections, binary or compressed bundles) become fat objects whose .llvm.offloading
@@ -38,10 +41,14 @@ def run(argv: list[str], prog: str) -> int:
     opts = parse_or_help(prog, _OPTIONS, USAGE, argv)
     if opts is None:
         return 0
-    to = opts.required("to", "no direction given (--to=new or --to=old)")
     output = opts.required("output", "no output file given (-o OUT.a)")
     if len(opts.positionals) != 1:
         raise UsageError("expected exactly one input archive")
+    to = opts.last("to")
+    if to is None:
+        to, why = infer_direction(opts.positionals[0])
+        sys.stderr.write(f"{prog}: converting to the {'new' if to == 'new' else 'old'} driver's format "
+                         f"(--to={to}): {printable(why)}\n")
     reports = convert_archive(opts.positionals[0], output, to=to,
                               llvm_version=llvm_version_argument(opts.last("llvm-version")),
                               host_triple=opts.last("host-triple"))

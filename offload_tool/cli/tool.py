@@ -33,7 +33,8 @@ COMMANDS:
             problem and exit 1.
   embed     Add an OffloadBinary package to a host object as .llvm.offloading.
   convert   Rewrite a heterogeneous static library between the old offload driver's bundles and
-            the new driver's .llvm.offloading fat objects (--to=new|old IN.a -o OUT.a).
+            the new driver's .llvm.offloading fat objects ([--to=new|old] IN.a -o OUT.a; without
+            --to, the direction the input calls for).
   cost      Estimate what adding an arch would cost, from a build report (scons --offload-report).
 
 Run '{PROG} <command> --help' for a command's options.

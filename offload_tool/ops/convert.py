@@ -31,7 +31,7 @@ from ..formats.offload_binary import (DEFAULT_LLVM_VERSION, IMG_BITCODE, IMG_NON
 from ..rules.triple import split_triple4
 from .embed import embed_offload_package
 
-__all__ = ["MemberConversion", "convert_archive", "DIRECTIONS"]
+__all__ = ["MemberConversion", "convert_archive", "infer_direction", "DIRECTIONS"]
 
 DIRECTIONS = ("new", "old")
 
@@ -157,6 +157,46 @@ def _to_old(name: str, data, llvm_version: int | None, host_triple: str | None) 
     out = io.BytesIO()
     write_object_bundle(stripped.getvalue(), sorted(entries.items()), out)
     return out.getvalue(), MemberConversion(name, sorted(i for i in entries if i != host_id))
+
+
+def _member_format(data) -> str | None:
+    """'old' for a member that is a clang offload bundle (an object with `__CLANG_OFFLOAD_BUNDLE__*`
+    sections, a binary or compressed bundle), 'new' for a fat object with `.llvm.offloading`,
+    None for a member without device code."""
+    kind = identify(data)
+    if kind in (FileKind.CLANG_BUNDLE, FileKind.COMPRESSED_BUNDLE):
+        return "old"
+    if kind is not FileKind.ELF:
+        return None
+    for s in elf.read_sections(data):
+        if s.name.startswith("__CLANG_OFFLOAD_BUNDLE__"):
+            return "old"
+        if s.sh_type == elf.SHT_LLVM_OFFLOADING or s.name == OFFLOADING_SECTION:
+            return "new"
+    return None
+
+
+def infer_direction(input_path: str) -> tuple[str, str]:
+    """Which way to convert the archive `input_path` when no direction is given, and why: ('new',
+    ...) when its members are clang offload bundles, ('old', ...) when they carry `.llvm.offloading`.
+    An archive holding both, or neither, is a `UsageError` asking for `--to`."""
+    with open_input(input_path) as buf:
+        if identify(buf) is not FileKind.ARCHIVE:
+            raise ArchiveError(f"'{input_path}' is not a static archive (no '!<arch>' magic)")
+        found: dict[str, str] = {}
+        for m in read_archive(buf):
+            fmt = _member_format(m.data)
+            if fmt is not None:
+                found.setdefault(fmt, m.name)
+    if len(found) == 2:
+        raise UsageError(f"'{input_path}' holds both clang offload bundles ('{found['old']}') and .llvm.offloading "
+                         f"fat objects ('{found['new']}'); say which way to convert (--to=new or --to=old)")
+    if "old" in found:
+        return "new", f"'{input_path}' holds clang offload bundles (member '{found['old']}')"
+    if "new" in found:
+        return "old", f"'{input_path}' holds .llvm.offloading fat objects (member '{found['new']}')"
+    raise UsageError(f"'{input_path}' holds no device code (no clang offload bundles, no .llvm.offloading); "
+                     "nothing tells which way to convert (--to=new or --to=old)")
 
 
 def convert_archive(input_path: str, output_path: str, *, to: str, llvm_version: int | None = None,
