@@ -19,7 +19,7 @@ import SCons.Errors
 import SCons.Node
 import SCons.Util
 
-from . import _archs, _signatures, _variables
+from . import _archs, _consume, _signatures, _variables
 
 LAUNCH = "$( $_OFFLOAD_LAUNCH $)"
 PY = "$( $OFFLOAD_PYTHON $)"
@@ -96,8 +96,10 @@ def _run_package_embed(argv):
 def package_embed_builder(com: str, **kw) -> SCons.Builder.Builder:
     """A builder of `$<com>`, a `_package_embed.py` command (package + embed, run in-process);
     `kw` are the builder's naming (suffix, emitter)."""
-    return builder(action=InProcessAction("$" + com, PACKAGE_EMBED, _run_package_embed, cmdstr="$" + com + "STR",
-                                          varlist=LIBRARY_VARS + ["_OFFLOAD_PACKAGERFLAGS"]), **kw)
+    # The device objects it packages are checked first (`_consume.with_device_check`).
+    return builder(action=_consume.with_device_check(
+        InProcessAction("$" + com, PACKAGE_EMBED, _run_package_embed, cmdstr="$" + com + "STR",
+                        varlist=LIBRARY_VARS + ["_OFFLOAD_PACKAGERFLAGS"])), **kw)
 
 
 # --------------------------------------------------------------------------------------------

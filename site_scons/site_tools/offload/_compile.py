@@ -272,8 +272,11 @@ def builders() -> dict:
                                          emitter=_mark(image=True)),
         "_OffloadNvccCompile": builder(action=action("OFFLOAD_NVCCCOM", ["_OFFLOAD_NVCC_ID"]), source_scanner=scanner,
                                        suffix=object_suffix, src_suffix=".cu", emitter=_mark()),
-        "_OffloadHipfb": builder(action=action("OFFLOAD_HIPFBCOM", LIBRARY_VARS), emitter=_hipfb_emitter),
-        "_OffloadPackage": builder(action=action("OFFLOAD_PACKAGECOM", LIBRARY_VARS + ["_OFFLOAD_PACKAGERFLAGS"]),
+        # (the code objects and device objects they take are checked first: `_consume`)
+        "_OffloadHipfb": builder(action=_consume.with_device_check(action("OFFLOAD_HIPFBCOM", LIBRARY_VARS)),
+                                 emitter=_hipfb_emitter),
+        "_OffloadPackage": builder(action=_consume.with_device_check(
+                                       action("OFFLOAD_PACKAGECOM", LIBRARY_VARS + ["_OFFLOAD_PACKAGERFLAGS"])),
                                    suffix=".pkg"),
         "_OffloadEmbed": builder(action=action("OFFLOAD_EMBEDCOM", LIBRARY_VARS), suffix=object_suffix,
                                  emitter=_mark()),

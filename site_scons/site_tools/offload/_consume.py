@@ -11,11 +11,12 @@ themselves stay as they are."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 import SCons.Action
 
-__all__ = ["check_before", "check_container", "CHECK_ACTION"]
+__all__ = ["check_before", "check_container", "CHECK_ACTION", "check_device_object", "with_device_check"]
 
 HIPFB_SUFFIX = ".hipfb"
 CARRIER_SUFFIX = ".offload.o"
@@ -72,3 +73,89 @@ CHECK_ACTION = SCons.Action.Action(_check_sources, None)
 def check_before(env, targets) -> None:
     """Check the `.hipfb` bundles and carriers among `targets`' sources before they are built."""
     env.AddPreAction(targets, CHECK_ACTION)
+
+
+# --------------------------------------------------------------------------------------------
+# Per-arch device objects
+
+#: Kinds by suffix of the files nvcc's and clang's device steps write that carry no
+#: `offload_image` mark (nvcc's split graph); a node with the mark is read by its magic.
+_DEVICE_SUFFIXES = {".co": "elf", ".cubin": "elf", ".ptx": "ptx"}
+
+
+def device_kind(node) -> str | None:
+    """What `check_image` checks `node` as, or None when it is no per-arch device object (a host
+    object, a host IR, a package)."""
+    if getattr(getattr(node, "attributes", None), "offload_image", None) is not None:
+        return "auto"  # a clang device object: ELF (`.o`, `.co`) or bitcode (`.bc`), by its magic
+    return _DEVICE_SUFFIXES.get(os.path.splitext(str(node))[1])
+
+
+def check_device_object(path: str, kind: str, built: bool = True) -> str | None:
+    """None if the device object at `path` is structurally whole as `kind`, else the one-line
+    reason it is not, after removing it when `built` (a file the build made).
+
+    Why remove it: SCons decides what to rebuild from its own records (`.sconsign`), not from the
+    bytes of a target it made, so a target damaged after it was built (a killed compiler, a full
+    disk, a bad copy) stays "up to date" for ever and the user would have to find and delete it.
+    Without the file its node is out of date: the next build remakes it, and only it and what
+    consumes it. A file no step of the build makes (a source the user wrote or copied in) is
+    never removed, only named."""
+    from offload_tool.errors import OffloadError
+    from offload_tool.ops.integrity import check_image
+    from offload_tool.printable import printable
+
+    try:
+        check_image(path, kind)
+    except OSError:
+        return None  # missing or unreadable: the consuming step says so in its own words
+    except OffloadError as exc:
+        what = "not used"
+        if built:
+            try:
+                os.remove(path)
+                what = "removed so that the next build remakes it"
+            except OSError as rm:
+                what = f"remove it so that it is rebuilt (it could not be removed: {rm.strerror or rm})"
+        return printable(f"{path}: damaged device object, not used: {exc} ({what})")
+    return None
+
+
+def _check_device_sources(target, source, env) -> int:
+    failed = 0
+    for s in source:
+        kind = device_kind(s)
+        if kind is None:
+            continue
+        problem = check_device_object(str(s), kind, built=s.has_builder())
+        if problem:
+            sys.stderr.write(f"offload: error: {problem}\n")
+            failed = 1
+    return failed
+
+
+class _DeviceCheckAction(SCons.Action.FunctionAction):
+    """The check of a step's per-arch device objects, run before the step (silent). It adds
+    nothing to the step's signature: a step is not rebuilt because the tool checks its inputs."""
+
+    def get_presig(self, target, source, env, executor=None):
+        return b""
+
+    def get_contents(self, target, source, env):
+        return b""
+
+    def get_implicit_deps(self, target, source, env, executor=None):
+        return []
+
+
+DEVICE_CHECK_ACTION = _DeviceCheckAction(_check_device_sources, {"cmdstr": None})
+
+
+def with_device_check(act) -> SCons.Action.ListAction:
+    """`act` preceded by the structural check of the per-arch device objects among its sources
+    (`offload_tool.ops.integrity`: headers and tables only, microseconds per object): the bundle
+    of HIP code objects, nvcc's fat binary of cubins and PTX, the package of clang device
+    objects, the device link of bitcode. A damaged one stops the step with one line naming it
+    and is removed (`check_device_object`), so the next build remakes it; the step's signature
+    is the one of `act` alone."""
+    return SCons.Action.ListAction([DEVICE_CHECK_ACTION, act])

@@ -138,7 +138,9 @@ def _carrier_emitter(target, source, env):
 def builders() -> dict:
     return {
         "_OffloadCarrier": package_embed_builder("OFFLOAD_CARRIERCOM", emitter=_carrier_emitter),
-        "_OffloadDeviceLink": builder(action=action("OFFLOAD_DEVICELINKCOM", COMPILER_VARS + LIBRARY_VARS),
+        # (the bitcode it links is checked first: `_consume`)
+        "_OffloadDeviceLink": builder(action=_consume.with_device_check(
+                                          action("OFFLOAD_DEVICELINKCOM", COMPILER_VARS + LIBRARY_VARS)),
                                       emitter=_devicelink_emitter),
         "_OffloadLink": builder(action=action("OFFLOAD_LINKCOM", COMPILER_VARS),
                                 target_scanner=SCons.Scanner.Prog.ProgramScanner()),

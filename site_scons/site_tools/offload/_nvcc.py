@@ -39,6 +39,7 @@ import SCons.Script
 import SCons.Subst
 import SCons.Tool
 
+from . import _consume
 from ._builders import builder, names_when_cleaning, stem
 
 _PLAN_SRC = "offload_nvcc_plan_src.cu"
@@ -715,17 +716,19 @@ def _step_signature(cmd: str, nvcc_id: str) -> str:
 
 
 def builders() -> dict:
-    def b(comstr, emitter, scanner=_NOT_SCANNED, record=False):
+    def b(comstr, emitter, scanner=_NOT_SCANNED, record=False, check=False):
         act = _StepAction("$_OFFLOAD_NVCCSTEPCOM", cmdstr="$" + comstr)
         if record:
             act = SCons.Action.ListAction([act, SCons.Action.Action(_record_arch_list_use, None)])
+        if check:  # the cubins and PTX it takes, checked first (`_consume`)
+            act = _consume.with_device_check(act)
         return builder(action=act, emitter=emitter, source_scanner=scanner)
 
     return {
         "_OffloadNvccFrontEnd": b("OFFLOAD_NVCCFECOMSTR", _fe_emitter, SCons.Tool.CScanner, True),
         "_OffloadNvccPreprocess": b("OFFLOAD_NVCCPPCOMSTR", _pp_emitter, SCons.Tool.CScanner, True),
         "_OffloadNvccDevice": b("OFFLOAD_NVCCDEVICECOMSTR", _device_emitter),
-        "_OffloadNvccFatbinary": b("OFFLOAD_NVCCFATBINCOMSTR", _fatbin_emitter),
+        "_OffloadNvccFatbinary": b("OFFLOAD_NVCCFATBINCOMSTR", _fatbin_emitter, check=True),
         "_OffloadNvccHost": b("OFFLOAD_NVCCHOSTCOMSTR", _host_emitter),
     }
 
@@ -851,7 +854,10 @@ def _intermediate_changed(node, target, prev_ni, repo_node=None) -> bool:
     recorded in the second this run began, or later, is therefore not trusted and the content is
     compared: whatever this run writes gets a later timestamp than one recorded before it began."""
     recorded = getattr(prev_ni, "timestamp", None)
-    if recorded is None or recorded >= _RUN_START:
+    size = getattr(prev_ni, "size", None)
+    # A file whose size changed changed, whatever its timestamp says (one truncated with its
+    # timestamp kept): the step reading it runs, and checks it (`_consume`).
+    if recorded is None or recorded >= _RUN_START or (size is not None and size != node.get_size()):
         return node.changed_content(target, prev_ni)
     return node.changed_timestamp_then_content(target, prev_ni, repo_node)
 

@@ -1,0 +1,124 @@
+"""A per-arch device object damaged after it was built (truncated to half, its timestamp kept or
+not) never reaches the program: the step that consumes it (the HIP bundle, nvcc's fat binary, the
+package of clang device objects, the AMD device link) checks it first
+(`offload_tool.ops.integrity`), the build stops with one line naming it, the file is removed, and
+the next build remakes it. `offload-tool verify` refuses a program holding a damaged image."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import need_tool, run_cli
+from scons_helpers import Project
+
+pytestmark = pytest.mark.slow
+
+HIP = """
+#include <hip/hip_runtime.h>
+__global__ void vadd(float *a) { a[threadIdx.x] += 1; }
+int main() { return 0; }
+"""
+
+CUDA = """
+__global__ void k(float *x) { x[threadIdx.x] *= 2; }
+int main() { return 0; }
+"""
+
+OPENMP = """
+int main(void) {
+  int x = 0;
+#pragma omp target map(tofrom: x)
+  x = 1;
+  return x == 1 ? 0 : 1;
+}
+"""
+
+
+def _truncate(path, keep_mtime: bool) -> None:
+    st = path.stat()
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) // 2])
+    if keep_mtime:
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    else:
+        os.utime(path, (st.st_mtime + 5, st.st_mtime + 5))
+
+
+def _damage_and_recover(p: Project, damaged, program: str, require: str, keep_mtime: bool) -> None:
+    assert damaged.exists(), sorted(str(x) for x in damaged.parent.iterdir())
+    _truncate(damaged, keep_mtime)
+    cp = p.scons(check=False)
+    out = cp.stdout + cp.stderr
+    assert cp.returncode != 0, out
+    errors = [line for line in out.splitlines() if line.startswith("offload: error:")]
+    assert len(errors) == 1, out
+    assert f"{damaged.relative_to(p.root)}: damaged device object" in errors[0], out
+    assert not damaged.exists()  # removed: its node is out of date now
+    cp = p.scons()
+    assert damaged.exists()
+    cp = run_cli("tool", "verify", str(p.root / program), "--require", require)
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+
+
+@pytest.mark.parametrize("keep_mtime", [True, False], ids=["same-mtime", "new-mtime"])
+def test_truncated_hip_code_object(tmp_path, keep_mtime):
+    need_tool("clang-19")
+    p = Project(tmp_path / "p", {
+        "SConstruct": "env = Environment(tools=['default', 'offload'], OFFLOAD_CLANG='clang-19', "
+                      "OFFLOAD_ARCHS=['gfx90a'], OFFLOAD_HIP_DRIVER='old')\nenv.OffloadProgram('v', ['src/v.hip'])\n",
+        "src/v.hip": HIP})
+    p.scons()
+    _damage_and_recover(p, p.root / "src" / "v.gfx90a.co", "v", "gfx90a", keep_mtime)
+
+
+@pytest.mark.parametrize("keep_mtime", [True, False], ids=["same-mtime", "new-mtime"])
+def test_truncated_nvcc_cubin(tmp_path, keep_mtime):
+    if not (shutil.which("nvcc") or os.path.exists("/usr/local/cuda/bin/nvcc")):
+        pytest.skip("nvcc not available")
+    p = Project(tmp_path / "p", {
+        "SConstruct": "import os\nenv = Environment(tools=['default', 'offload'], ENV={'PATH': os.environ['PATH']}, "
+                      "OFFLOAD_ARCHS=['sm_80'], OFFLOAD_CUDA_COMPILER='nvcc', OFFLOAD_NVCC_SPLIT=True)\n"
+                      "env.OffloadProgram('k', ['src/k.cu'])\n",
+        "src/k.cu": CUDA})
+    p.scons()
+    _damage_and_recover(p, p.root / "src" / "k.sm_80.cubin", "k", "sm_80", keep_mtime)
+
+
+@pytest.mark.parametrize("keep_mtime", [True, False], ids=["same-mtime", "new-mtime"])
+@pytest.mark.parametrize("name", ["main.sm_80.o", "main.gfx90a.bc"])
+def test_truncated_openmp_device_object(tmp_path, name, keep_mtime):
+    need_tool("clang-19")
+    p = Project(tmp_path / "p", {
+        "SConstruct": "env = Environment(tools=['default', 'offload'], OFFLOAD_CLANG='clang-19', "
+                      "OFFLOAD_ARCHS=['sm_80', 'gfx90a'])\nenv.OffloadProgram('app', ['src/main.c'])\n",
+        "src/main.c": OPENMP})
+    p.scons()
+    _damage_and_recover(p, p.root / "src" / name, "app", "sm_80,gfx90a", keep_mtime)
+
+
+def test_verify_refuses_a_package_holding_a_truncated_image(tmp_path):
+    """A package (and a program carrying it) whose image is half a cubin fails `verify`, naming
+    the image."""
+    if not (shutil.which("nvcc") or os.path.exists("/usr/local/cuda/bin/nvcc")):
+        pytest.skip("nvcc not available")
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    (tmp_path / "k.cu").write_text(CUDA)
+    subprocess.run([nvcc, "-arch=sm_80", "-cubin", "-o", str(tmp_path / "k.cubin"), str(tmp_path / "k.cu")],
+                   check=True, capture_output=True)
+    good = (tmp_path / "k.cubin").read_bytes()
+    (tmp_path / "half.cubin").write_bytes(good[:len(good) // 2])
+    for image, ok in (("k.cubin", True), ("half.cubin", False)):
+        pkg = tmp_path / f"{image}.pkg"
+        cp = run_cli("packager", f"-o={pkg}",
+                     f"--image=file={tmp_path / image},triple=nvptx64-nvidia-cuda,arch=sm_80,kind=cuda")
+        assert cp.returncode == 0, cp.stderr
+        cp = run_cli("tool", "verify", str(pkg))
+        out = cp.stdout + cp.stderr
+        if ok:
+            assert cp.returncode == 0, out
+        else:
+            assert cp.returncode != 0 and "sm_80" in out and "section header table" in out, out
