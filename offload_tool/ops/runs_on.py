@@ -326,7 +326,8 @@ def _unit_verdict(codes: list[Code], gpu: Gpu) -> tuple[str, str]:
     if len(working) == len(all_modes):
         if len(ways) == 1:
             return "yes", ways[0]
-        return "yes", "; ".join(f"{f} with {_describe_modes([m], all_modes)}" for m, f in picks)
+        return "yes", "; ".join(f"{way} where {_describe_modes([m for m, f in picks if f == way], all_modes)}"
+                                for way in ways)
     if working:
         return "maybe", f"only if {_describe_modes(working, all_modes)} ({', '.join(ways)})"
     return "no", ", ".join(why)
