@@ -131,9 +131,11 @@ def OffloadConvertArchive(env, source, target=None, to="new", **kw):
 def OffloadManifest(env, target, source, **kw):
     """JSON of `offload-tool inspect` for built outputs; `offload-tool verify` of each first
     (host/device entry consistency; with OFFLOAD_REQUIRE=[archs] or True, the archs too; with
-    OFFLOAD_MAX_BYTES='ARCH:N,total:N', the size budgets of `verify --max-bytes`)."""
+    OFFLOAD_MAX_BYTES='ARCH:N,total:N', the size budgets of `verify --max-bytes`; with
+    OFFLOAD_RUNS_ON='sm_86,gfx90a:xnack-', that those GPUs run them, `verify --runs-on`)."""
     senv = settings(env, kw)
     _variables.max_bytes(senv)  # a bad budget is an error now, not when the manifest is built
+    _variables.runs_on(senv)  # so is a bad GPU
     o = dict(kw)
     if senv.get("OFFLOAD_REQUIRE") is True:
         o["_OFFLOAD_CANONICAL_ARCHS"] = canonical(senv)

@@ -253,14 +253,34 @@ def _verify_cmds(target, source, env, for_signature):
         require = env.get("_OFFLOAD_CANONICAL_ARCHS") or []
     req = ",".join(SCons.Util.flatten(require)) if require else ""
     budgets = max_bytes(env)
-    if not env.get("OFFLOAD_VERIFY", True) and not req and not budgets:
+    gpus = runs_on(env)
+    if not env.get("OFFLOAD_VERIFY", True) and not req and not budgets and not gpus:
         return ""
     c = "$( $OFFLOAD_PYTHON $) -m offload_tool.cli.tool verify -q $SOURCES"
     if req:
         c += " --require=" + req
+    if gpus:
+        c += " --runs-on=" + gpus
     if budgets:
         c += " --max-bytes=" + budgets
     return c + " &&"
+
+
+def runs_on(env) -> str:
+    """OFFLOAD_RUNS_ON as `verify --runs-on` takes it: 'sm_86,gfx90a:xnack-' or a list of GPUs;
+    checked here so a typo fails when the SConscript is read."""
+    value = env.get("OFFLOAD_RUNS_ON")
+    if not value:
+        return ""
+    gpus = [g.strip() for g in (value.split(",") if isinstance(value, str) else SCons.Util.flatten(value))]
+    from offload_tool.errors import UsageError
+    from offload_tool.ops.runs_on import parse_gpu
+    try:
+        for g in gpus:
+            parse_gpu(str(g))
+    except UsageError as exc:
+        raise SCons.Errors.UserError(f"offload: OFFLOAD_RUNS_ON: {exc}") from None
+    return ",".join(str(g) for g in gpus)
 
 
 def max_bytes(env) -> str:
