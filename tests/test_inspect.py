@@ -343,3 +343,72 @@ def test_split_hip_fatbin_bundles():
     assert [(off, bytes(p)) for off, p in parts] == [(0, a), (len(a) + (-len(a) % 4096), b)]
     with pytest.raises(OffloadError, match="no bundle at offset"):
         _split_bundles(a + b"garbage!" + b)
+
+
+# --- COFF objects, and files without images ---------------------------------------------------
+
+def _coff_with_package(tmp_path, package: bytes) -> str:
+    """A clang-19 COFF object with `package` added as its .llvm.offloading section (LLVM's
+    llvm-objdump Offloading/coff.test), or a skip where clang cannot make COFF objects."""
+    clang = need_tool("clang-19")
+    objcopy = need_tool("llvm-objcopy-19")
+    (tmp_path / "e.c").write_text("int x;\n")
+    if run([clang, "--target=x86_64-pc-windows-msvc", "-c", tmp_path / "e.c", "-o", tmp_path / "e.obj"]).returncode:
+        pytest.skip("clang-19 cannot make COFF objects here")
+    (tmp_path / "pkg").write_bytes(package)
+    assert run([objcopy, "--add-section", f".llvm.offloading={tmp_path / 'pkg'}", tmp_path / "e.obj",
+                tmp_path / "f.obj"]).returncode == 0
+    return str(tmp_path / "f.obj")
+
+
+def _two_images() -> bytes:
+    return b"".join(write_offload_binary(make_image(file_bytes, {"triple": t, "arch": a}, image_kind=k, offload_kind=1))
+                    for file_bytes, t, a, k in ((b"BC\xc0\xde img", "amdgcn-amd-amdhsa", "gfx908", 2),
+                                                (b"\x7fELF img", "nvptx64-nvidia-cuda", "sm_52", 3)))
+
+
+def test_coff_object_images_are_listed(tmp_path):
+    obj = _coff_with_package(tmp_path, _two_images())
+    rows = _json(obj)
+    assert [(r["path"], r["container"], r["triple"], r["arch"], r["wrappers"]) for r in rows] == [
+        (f"{obj}:.llvm.offloading[0]", "offload-binary", "amdgcn-amd-amdhsa", "gfx908", ["coff"]),
+        (f"{obj}:.llvm.offloading[1]", "offload-binary", "nvptx64-nvidia-cuda", "sm_52", ["coff"])]
+    # The same images offload-packager extracts from it.
+    from offload_tool.ops.extract import find_offload_images
+    found = find_offload_images(open(obj, "rb").read(), obj)
+    assert [f.image.arch for f in found] == [r["arch"] for r in rows]
+    res = run_cli("tool", "inspect", str(tmp_path / "e.obj"))  # no section: a note, exit 0
+    assert res.returncode == 0 and b"'coff'" in res.stderr
+
+
+def test_damaged_package_in_coff_is_one_error_line(tmp_path):
+    obj = _coff_with_package(tmp_path, _two_images()[:100])
+    res = run_cli("tool", "inspect", obj)
+    err = res.stderr.decode()
+    assert res.returncode == 1 and err.count("\n") == 1, err
+    assert err.startswith(f"offload-tool: error: {obj}:.llvm.offloading: ")
+    assert res.stdout == b""
+
+
+@pytest.mark.parametrize("content, why", [
+    (b"just text\n", "no known magic number"),
+    (b"\x10\xff\x10\xae damaged magic", "no known magic number"),
+    (b"", "the file is empty"),
+])
+def test_file_without_images_says_why(tmp_path, content, why):
+    """Exit 0, as clang-offload-packager-19 when it finds nothing, but never silently."""
+    (tmp_path / "f").write_bytes(content)
+    res = run_cli("tool", "inspect", str(tmp_path / "f"))
+    err = res.stderr.decode()
+    assert res.returncode == 0
+    assert err.count("\n") == 1 and err.startswith(f"offload-tool: note: '{tmp_path / 'f'}': no device images: ")
+    assert why in err
+    assert res.stdout.decode().splitlines()[0].startswith("PATH")  # the (empty) table still comes
+
+
+def test_damaged_package_header_is_one_error_line(tmp_path):
+    (tmp_path / "p").write_bytes(_two_images()[:40])
+    res = run_cli("tool", "inspect", str(tmp_path / "p"))
+    err = res.stderr.decode()
+    assert res.returncode == 1 and err.count("\n") == 1 and err.startswith("offload-tool: error: "), err
+    assert "offload binary at offset 0x0" in err

@@ -58,7 +58,9 @@ OPTIONS:
                       shown as 'hip?' with a producer_note
   --require-images    Exit 1, naming the file and why, when a FILE holds no device image (a
                       plain file, an object without offload sections); the listing is printed
-                      first
+                      first.  Without it such a FILE gets one 'note:' line on stderr saying why
+                      and the exit status stays 0 (as clang-offload-packager's); a damaged
+                      container is always an error (exit 1)
   --sizes             Instead of the images, bytes per arch and per container kind in each FILE
                       (and the file's size); with --json, one object per file
   --budget=KIND=N,... Raise (or lower) a resource limit for this run: decompressed, entries,
@@ -138,6 +140,8 @@ def cmd_inspect(argv: list[str]) -> int:
         for path, why in empty.items():
             error_line(PROG, f"'{path}': no device images: {why}")
         return 1
+    for path, why in empty.items():  # not an error: say why the listing has nothing from it
+        error_line(PROG, f"'{path}': no device images: {why}", label="note")
     return 0
 
 

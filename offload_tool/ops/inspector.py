@@ -2,8 +2,8 @@
 
 Containers are recognised by content, never by file name, and unwrapped recursively:
 
-* OffloadBinary packages (`10 FF 10 AD`), raw or in ELF `SHT_LLVM_OFFLOADING` sections and
-  LLVM bitcode (via `extract`);
+* OffloadBinary packages (`10 FF 10 AD`), raw, in ELF `SHT_LLVM_OFFLOADING` sections, in COFF
+  sections whose name starts with `.llvm.offloading` and in LLVM bitcode (as `extract` finds them);
 * clang offload bundles: binary `__CLANG_OFFLOAD_BUNDLE__`, text (`// __CLANG_OFFLOAD_BUNDLE____START__`),
   compressed `CCOB`; in ELF objects as `__CLANG_OFFLOAD_BUNDLE__<id>` sections (object bundles)
   and as the `.hip_fatbin` section (HIP's old driver);
@@ -343,6 +343,18 @@ class _Scanner:
         for f in find_offload_images(data, path, llvm_version=self.llvm_version):
             self.add_offload_image(f.image, f.path, wrappers + ["bitcode"], depth, False)
 
+    def scan_coff(self, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
+        """COFF objects: every section whose name starts with `.llvm.offloading` (LLVM's rule, as
+        `extract` and `offload-packager` read them)."""
+        from ..formats import coff
+        from ..formats.offload_binary import OFFLOADING_SECTION
+        for sec in coff.read_sections(data, path):
+            if not sec.name.startswith(OFFLOADING_SECTION):
+                continue
+            # A damaged package is reported as `file:section: ...` (`scan_package`).
+            self.scan_container(_CONTAINERS[FileKind.OFFLOAD_BINARY], data[sec.offset:sec.offset + sec.size],
+                                self.section_path(path, sec.name), wrappers + ["coff"], depth + 1, False)
+
     def scan_elf(self, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
         from ..formats import elf, kpack
         for sec in elf.read_sections(data):
@@ -439,11 +451,12 @@ _CONTAINERS: dict[FileKind, _Container] = {
     FileKind.KPACK: _Container("kpack", _Scanner.scan_kpack),
 }
 _CCOB = _CONTAINERS[FileKind.COMPRESSED_BUNDLE]
-#: What a whole file or archive member is searched as: the containers, and ELF objects and bitcode
-#: (their sections and embedded packages; an ELF or bitcode device image inside a container is a leaf).
+#: What a whole file or archive member is searched as: the containers, and ELF and COFF objects and
+#: bitcode (their sections and embedded packages; such a device image inside a container is a leaf).
 _FILES: dict[FileKind, _Container] = {
     **_CONTAINERS,
     FileKind.ELF: _Container("elf", _Scanner.scan_elf),
+    FileKind.COFF: _Container("coff", _Scanner.scan_coff),
     FileKind.BITCODE: _Container("bitcode", _Scanner.scan_bitcode),
 }
 
