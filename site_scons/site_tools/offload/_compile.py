@@ -25,7 +25,7 @@ import SCons.Subst
 import SCons.Tool
 import SCons.Util
 
-from . import _archs, _compdb, _consume, _host_ir, _languages, _openmp_sources, _toolchain
+from . import _archs, _compdb, _consume, _host_ir, _languages, _openmp_sources, _settings_check, _toolchain
 from ._signatures import GroupSignatureAction
 from ._archs import archs_for, file_safe
 from ._builders import (COMPILER_VARS, LAUNCH, LIBRARY_VARS, PACKAGE_EMBED, PY, action, builder, canonical, group_builder,
@@ -391,6 +391,7 @@ def _common_overrides(env, s, lang, kw) -> dict:
 
 def require_clang(env):
     _toolchain.require(env, "OFFLOAD_CLANG", "clang")
+    _settings_check.clang_is_clang(env)
 
 
 # --------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import SCons.Errors
 
-from . import _toolchain
+from . import _settings_check, _toolchain
 
 CHOICES = ("new", "old", "auto")
 
@@ -26,6 +26,8 @@ def driver_of(env, lang, compiler: str) -> str:
         return value
     command_var = "OFFLOAD_HIPCC" if compiler == "hipcc" else "OFFLOAD_CLANG"
     _toolchain.require(env, command_var, compiler)
+    if command_var == "OFFLOAD_CLANG":
+        _settings_check.clang_is_clang(env)
     command = env.subst("$" + command_var)
     found = _toolchain.hip_default_driver(env, command)
     if found is None:

@@ -22,7 +22,7 @@ import os
 
 import SCons.Errors
 
-from . import _archs, _compdb, _compile, _host_ir, _languages, _nvcc, _toolchain, _variables
+from . import _archs, _compdb, _compile, _host_ir, _languages, _nvcc, _settings_check, _toolchain, _variables
 from ._builders import pic_overrides, registry, settings, stem, wants
 
 FLAVOURS: dict[str, "Flavour"] = {}
@@ -60,6 +60,10 @@ class Flavour:
     #: a `DEVICELINK` node of its own (see `_link._split_link_inputs`).
     split_device_link = False
 
+    def check(self, senv) -> None:
+        """Say before the build what keeps this flavour from building in `senv` (a runtime or a
+        toolkit the compiler lacks); asked once per object."""
+
     def compile(self, env, senv, s, fat, lang, archs: list[str], kw: dict, pic: bool) -> list:
         """The nodes of one source's object `fat` (made once: the caller's registry holds them)."""
         raise NotImplementedError
@@ -83,8 +87,9 @@ class Clang(Flavour):
     split_device_link = True
 
     def __init__(self, name: str, program_var: str | None = None, program: str = "", runtime: "_Runtime | None" = None,
-                 split_device_link: bool | None = None):
+                 split_device_link: bool | None = None, checks=()):
         self.name = name
+        self.checks = tuple(checks)
         self.program_var = program_var
         if program_var:
             self.compiler = (program_var, program)
@@ -126,6 +131,10 @@ class Clang(Flavour):
             n.attributes.offload_parts = parts
         parts["host"].attributes.offload_flavour = self.name  # (linked alone by a split device link)
         return made
+
+    def check(self, senv):
+        for check in self.checks:
+            check(senv)
 
     def split_parts(self, env, s, lang, archs, kw, pic):
         """(host object, {arch: device object}) of source `s` for the split device link."""
@@ -232,7 +241,8 @@ def _cuda_library(senv):
 CUDA_RUNTIME = _Runtime(_cuda_link, _cuda_library)
 HIP_RUNTIME = _Runtime(lambda env: ["-lamdhip64"], lambda senv: ["-lamdhip64"])
 
-for _flavour in (Clang("clang"), Clang("openmp-clang"), Clang("cuda-clang", runtime=CUDA_RUNTIME), Nvcc(CUDA_RUNTIME),
+for _flavour in (Clang("clang"), Clang("openmp-clang", checks=[_settings_check.openmp_runtime]),
+                 Clang("cuda-clang", runtime=CUDA_RUNTIME, checks=[_settings_check.cuda_for_clang]), Nvcc(CUDA_RUNTIME),
                  Clang("hip-bundled", runtime=HIP_RUNTIME, split_device_link=False),
                  Clang("hip-packaged", runtime=HIP_RUNTIME, split_device_link=False),
                  Clang("hip-bundled-hipcc", "OFFLOAD_HIPCC", "hipcc", HIP_RUNTIME, split_device_link=False),

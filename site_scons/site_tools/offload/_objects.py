@@ -37,9 +37,7 @@ def offload_object(env, s, target, kw, pic=False):
         return _flavours.plain_host_object(env, s, target, kw, pic)
     archs = archs_for(lang, canonical(senv))
     fat = node(env, target) if target else s.dir.File(stem(s) + senv.subst(object_suffix({"_OFFLOAD_PIC": pic}, [s])))
-    flavour = _flavours.flavour_for(senv, lang)
-    _flavours.check_archs(senv, archs, flavour, lang, s)
-    _settings_check.check(env, kw, senv)
+    flavour = _checked_flavour(env, senv, s, lang, archs, kw)
 
     def make():
         made = flavour.compile(env, senv, s, fat, lang, archs, kw, pic)
@@ -52,13 +50,25 @@ def offload_object(env, s, target, kw, pic=False):
                         wants(senv, lang.name, flavour.name, lang.driver, ",".join(archs), kw=kw), make)
 
 
+def _checked_flavour(env, senv, s, lang, archs, kw):
+    """The flavour of source `s`, once the settings it is built with are checked (archs for its
+    language, archs its compiler knows, flags in the right variables, the compiler's runtime)."""
+    flavour = _flavours.flavour_for(senv, lang)
+    _settings_check.archs_of_source(senv, s, lang, archs)
+    _flavours.check_archs(senv, archs, flavour, lang, s)
+    _settings_check.check(env, kw, senv)
+    flavour.check(senv)
+    return flavour
+
+
 def source_flavour(env, s, kw):
     """(flavour, language, archs) of source `s` with the caller's overrides `kw`."""
     senv = settings(env, kw)
     lang = _languages.language_of(s, senv)
     if lang.offload_kind is None:
         return _flavours.FLAVOURS["host"], lang, []
-    return _flavours.flavour_for(senv, lang), lang, archs_for(lang, canonical(senv))
+    archs = archs_for(lang, canonical(senv))
+    return _checked_flavour(env, senv, s, lang, archs, kw), lang, archs
 
 
 def source_overrides(env, sources, kw) -> dict:

@@ -1,4 +1,6 @@
-"""Settings that would reach the wrong command, or none: said when the SConscript is read.
+"""Settings that would reach the wrong command, or none, or cannot build: said when the SConscript
+is read, naming the setting and the fix, at the SConstruct/SConscript line that asked
+(`user_frames`).
 
 The flag variables each feed one kind of step: `OFFLOAD_HOSTFLAGS` every host compile (clang's,
 the environment's own for plain host sources, nvcc's host compiler through `-Xcompiler=`),
@@ -14,12 +16,15 @@ common and silent otherwise:
 
 from __future__ import annotations
 
+import functools
+import os
 import sys
+import types
 
 import SCons.Errors
 import SCons.Util
 
-from . import _signatures
+from . import _archs, _signatures, _toolchain
 
 # Options only nvcc takes (long and short spellings; `=value` forms are matched by the name).
 _NVCC_ONLY = {
@@ -91,3 +96,130 @@ def unused_in_link(senv, target, objects) -> None:
         if (var, str(target)) not in _noted:
             _noted.add((var, str(target)))
             sys.stderr.write(f"offload: note: {var} reaches no step of '{target}': {why}\n")
+
+
+# --------------------------------------------------------------------------------------------
+# Archs, compilers and runtimes
+
+_VENDOR_WORDS = {"nvidia": "NVIDIA (sm_*)", "amd": "AMD (gfx*)"}
+
+
+def archs_of_source(senv, s, lang, archs: list[str]) -> None:
+    """A source of an offload language for which `OFFLOAD_ARCHS` names no arch its language is
+    built for: without this error the link fails later with `--wrapper-jobs` or
+    `__tgt_target_kernel` (OpenMP), `__hip_gpubin_handle_` (HIP), or nvcc builds sm_75 nobody
+    asked for (CUDA)."""
+    if archs:
+        return
+    kinds = " or ".join(_VENDOR_WORDS.get(v, v) for v in lang.vendors)
+    listed = _archs.raw_archs(senv)
+    if not listed:
+        raise SCons.Errors.UserError(
+            f"offload: OFFLOAD_ARCHS is empty: '{s}' ({lang.name}) needs the offload archs to build for, e.g. "
+            f"OFFLOAD_ARCHS=['sm_80'] or ['gfx90a'] ({kinds}); OFFLOAD_LANG='host' compiles a source for the host "
+            "only")
+    raise SCons.Errors.UserError(
+        f"offload: '{s}' ({lang.name}) is built for {kinds} archs, and OFFLOAD_ARCHS ({', '.join(listed)}) has "
+        f"none: add one, or build it in an environment (or call) whose OFFLOAD_ARCHS has one")
+
+
+_clang_checked: dict[str, str] = {}
+
+
+def clang_is_clang(senv) -> None:
+    """`OFFLOAD_CLANG` must be a clang (or a wrapper that runs one): its `--version` says so."""
+    command = senv.subst("$OFFLOAD_CLANG").strip()
+    if command in _clang_checked:
+        return
+    info = _toolchain.probe_compiler(senv, command)
+    _clang_checked[command] = info.identity
+    if info.path and "clang version" not in info.identity:
+        first = info.identity.strip().split(" | ")[0].splitlines()[0] if info.identity.strip() else "nothing"
+        raise SCons.Errors.UserError(
+            f"offload: OFFLOAD_CLANG='{command}' is not clang (its --version says '{first}'): the offload "
+            "builders drive clang 19 or later (e.g. OFFLOAD_CLANG='clang-19'); a plain host compiler belongs "
+            "in CC/CXX")
+
+
+_warned: set[tuple] = set()
+
+
+def _warn(key, message: str) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        sys.stderr.write(f"offload: warning: {message}\n")
+
+
+def openmp_runtime(senv) -> None:
+    """A clang without LLVM's OpenMP offload runtime (host `libomptarget.so` and the device
+    runtime archive) compiles OpenMP offload sources but cannot link them: said once, before
+    the build, with what provides it."""
+    info = _toolchain.probe_compiler(senv, senv.subst("$OFFLOAD_CLANG").strip())
+    if info.path is None or info.has_openmp_offload:
+        return
+    missing = [n for n, found in (("libomptarget.so", info.openmp_lib_dir),
+                                  ("the OpenMP device runtime (libompdevice.a / libomptarget.devicertl.a)",
+                                   info.device_runtime)) if not found]
+    major = info.major or "N"
+    _warn(("openmp", info.command), f"{info.command} has no OpenMP offload runtime ({' and '.join(missing)} not "
+          f"found by -print-file-name=): OpenMP offload programs will not link; install LLVM {major}'s OpenMP "
+          f"offload runtime (Debian: libomp-{major}-dev and liboffload-{major}-dev where they hold it), or use "
+          "a clang that has it (OFFLOAD_CLANG='clang-19', Debian: libomp-19-dev)")
+
+
+def cuda_for_clang(senv) -> None:
+    """clang against a CUDA newer than it supports (clang 19 and CUDA 13: its headers fail to
+    compile) is said once, before the build, with the ways out."""
+    cuda = senv.subst("$OFFLOAD_CUDA_PATH").strip()
+    command = senv.subst("$OFFLOAD_CLANG").strip()
+    key = ("cuda", command, cuda)
+    if key in _warned:
+        return
+    _warned.add(key)
+    path = _toolchain.resolve(senv, command)
+    if not path:
+        return
+    argv = [path, "-x", "cuda", "--offload-arch=sm_80", "-nocudalib", "-E", "-o", os.devnull, os.devnull]
+    if cuda:
+        argv.insert(3, "--cuda-path=" + cuda)
+    said = _toolchain.run_quietly(senv, argv)
+    if said and "CUDA version is newer than the latest" in said:
+        version = said.split("latest", 1)[1].split("[")[0].strip(" .")
+        sys.stderr.write(f"offload: warning: {command} knows CUDA up to the {version}; the CUDA at "
+                         f"'{cuda or 'its default path'}' is newer and its headers may not compile with it: "
+                         "OFFLOAD_CUDA_COMPILER='nvcc' builds .cu sources with nvcc, or use a newer clang "
+                         "(OFFLOAD_CLANG) or an older CUDA (OFFLOAD_CUDA_PATH)\n")
+
+
+# --------------------------------------------------------------------------------------------
+# Errors at the line that asked
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _requesting_frame():
+    """The innermost frame of the SConstruct/SConscript (or other user code) that called the
+    tool: neither this tool's nor SCons's own."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = os.path.abspath(frame.f_code.co_filename)
+        if not name.startswith(_HERE + os.sep) and os.sep + "SCons" + os.sep not in name:
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def user_frames(fn):
+    """`fn` (a pseudo-builder or method) whose `UserError`s point at the line of the SConstruct or
+    SConscript that called it (SCons names the deepest frame outside SCons itself, which was a
+    line of this tool)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kw):
+        try:
+            return fn(*args, **kw)
+        except SCons.Errors.UserError as exc:
+            frame = _requesting_frame()
+            if frame is None:
+                raise
+            raise exc.with_traceback(types.TracebackType(None, frame, frame.f_lasti, frame.f_lineno)) from None
+    return wrapper

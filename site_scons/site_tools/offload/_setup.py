@@ -9,7 +9,7 @@ import SCons
 import SCons.Errors
 
 from . import (_bundling, _compile, _flavours, _languages, _link, _nvcc, _nvcc_link, _objects, _progress, _report,
-               _toolchain, _variables)
+               _settings_check, _toolchain, _variables)
 from ._scons_hooks import MIN_SCONS, scons_version
 BUILDER_MODULES = (_compile, _objects, _link, _bundling, _nvcc, _nvcc_link)
 
@@ -43,9 +43,9 @@ def generate(env, **kw) -> None:
             if name not in builders:
                 builders[name] = b
         for fn in m.PSEUDO_BUILDERS:
-            env.AddMethod(fn, fn.__name__)
-    env.AddMethod(_languages.OffloadAddLanguage, "OffloadAddLanguage")
-    env.AddMethod(_flavours.OffloadAddFlavour, "OffloadAddFlavour")
+            env.AddMethod(_settings_check.user_frames(fn), fn.__name__)
+    env.AddMethod(_settings_check.user_frames(_languages.OffloadAddLanguage), "OffloadAddLanguage")
+    env.AddMethod(_settings_check.user_frames(_flavours.OffloadAddFlavour), "OffloadAddFlavour")
     # Build insight: action lines with their position, and the cost report (opt-in).
     _progress.install(env)
     _report.install(env)

@@ -116,6 +116,17 @@ def _run_all(argvs: list[list[str]], penv: dict) -> list[str | None]:
     return out
 
 
+def run_quietly(env, argv: list[str]) -> str | None:
+    """What `argv` prints (standard output and error together), run as the build runs commands,
+    or None when it cannot run; for the configuration checks that read a compiler's warnings."""
+    try:
+        cp = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            env=build_env(env), text=True, errors="replace", timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return cp.stdout
+
+
 def _identity_text(version_output: str | None) -> str:
     if version_output is None:
         return "unrunnable"

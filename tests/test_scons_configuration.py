@@ -1,0 +1,91 @@
+"""Configuration mistakes are said when the SConscript is read, naming the setting and the fix, at
+the SConstruct line that made the request: no archs, archs of no vendor a source's language is
+built for, a host compiler as OFFLOAD_CLANG, a clang without the OpenMP offload runtime, clang
+against a CUDA newer than it knows."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from conftest import need_tool
+from scons_helpers import Project
+
+pytestmark = pytest.mark.slow
+
+SCONSTRUCT = """
+import os
+env = Environment(tools=['default', 'offload'], ENV={'PATH': os.environ['PATH']},
+                  OFFLOAD_ARCHS=[a for a in ARGUMENTS.get('archs', '').split(',') if a],
+                  OFFLOAD_CUDA_COMPILER=ARGUMENTS.get('cc', 'clang'),
+                  OFFLOAD_CLANG=ARGUMENTS.get('clang', 'clang-19'))
+env.OffloadProgram('app', [ARGUMENTS['src']])
+"""
+
+SOURCES = {
+    "m.cpp": "int main() { int r = 1;\n#pragma omp target map(tofrom: r)\n r = 0;\n return r; }\n",
+    "k.cu": "__global__ void k(float *x) { x[0] = 1; }\nint main() { return 0; }\n",
+    "v.hip": "#include <hip/hip_runtime.h>\n__global__ void v(float *x) { x[0] = 1; }\nint main() { return 0; }\n",
+}
+
+
+@pytest.fixture(scope="module")
+def proj(tmp_path_factory):
+    need_tool("clang-19")
+    return Project(tmp_path_factory.mktemp("config"), {"SConstruct": SCONSTRUCT, **SOURCES})
+
+
+def _refused(proj, *args) -> str:
+    cp = proj.scons("-n", *args, check=False)
+    assert cp.returncode == 2, cp.stdout + cp.stderr
+    lines = [line for line in cp.stderr.splitlines() if line.startswith("scons: *** offload: ")]
+    assert len(lines) == 1, cp.stderr
+    # the line of the SConstruct that asked, not one of the tool's
+    assert 'SConstruct", line 7' in cp.stderr and "site_tools" not in cp.stderr, cp.stderr
+    return lines[0]
+
+
+def test_no_archs_names_offload_archs(proj):
+    line = _refused(proj, "src=m.cpp")
+    assert "OFFLOAD_ARCHS is empty: 'm.cpp' (openmp) needs the offload archs" in line
+    assert "OFFLOAD_LANG='host'" in line
+
+
+@pytest.mark.parametrize("src, archs, cc, want", [
+    ("v.hip", "sm_80", "clang", "'v.hip' (hip) is built for AMD (gfx*) archs, and OFFLOAD_ARCHS (sm_80) has none"),
+    ("k.cu", "gfx90a", "nvcc", "'k.cu' (cuda) is built for NVIDIA (sm_*) archs, and OFFLOAD_ARCHS (gfx90a) has none"),
+])
+def test_archs_of_no_vendor_the_language_builds_for(proj, src, archs, cc, want):
+    if cc == "nvcc":
+        need_tool("nvcc")
+    assert want in _refused(proj, f"src={src}", f"archs={archs}", f"cc={cc}")
+
+
+def test_a_host_compiler_as_offload_clang_is_named(proj):
+    line = _refused(proj, "src=v.hip", "archs=gfx90a", "clang=gcc")
+    assert "OFFLOAD_CLANG='gcc' is not clang (its --version says 'gcc" in line
+    assert "OFFLOAD_HIP_DRIVER" not in line
+
+
+def test_a_clang_without_the_openmp_offload_runtime_is_said_before_the_build(proj):
+    """Debian's clang 22 has no OpenMP offload runtime (the probe asks `-print-file-name=`)."""
+    need_tool("clang-22")
+    cp = proj.scons("-n", "src=m.cpp", "archs=gfx90a", "clang=clang-22")
+    warnings = [line for line in cp.stderr.splitlines() if line.startswith("offload: warning: clang-22 has no OpenMP")]
+    assert len(warnings) == 1, cp.stderr
+    cp = proj.scons("-n", "src=m.cpp", "archs=gfx90a", "clang=clang-19")
+    assert "has no OpenMP offload runtime" not in cp.stderr
+
+
+def test_clang_against_a_newer_cuda_says_what_builds_it(proj):
+    """clang 19 and CUDA 13 (newer than the 12.5 it knows): a warning naming nvcc and the variables."""
+    need_tool("nvcc")
+    said = subprocess.run(["clang-19", "-x", "cuda", "--cuda-path=/usr/local/cuda", "--offload-arch=sm_80",
+                           "-nocudalib", "-E", "-o", "/dev/null", "/dev/null"], capture_output=True, text=True).stderr
+    newer = "CUDA version is newer than the latest" in said   # CUDA 13 here; an older CUDA: no warning
+    cp = proj.scons("-n", "src=k.cu", "archs=sm_80")
+    assert cp.stderr.count("offload: warning: clang-19 knows CUDA up to") == int(newer), cp.stderr
+    assert ("OFFLOAD_CUDA_COMPILER='nvcc'" in cp.stderr) == newer
+    cp = proj.scons("-n", "src=k.cu", "archs=sm_80", "cc=nvcc")
+    assert "knows CUDA up to" not in cp.stderr
