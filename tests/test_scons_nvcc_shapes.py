@@ -261,8 +261,8 @@ float twice_on_host(float x) { return 2 * x; }
 def test_a_wrapper_nvcc_takes_every_compile_and_device_link(tmp_path):
     """A site script as `OFFLOAD_NVCC` (here: one that logs its arguments, then runs nvcc): nvcc's
     split steps would run nvcc's programs from its own folder, around the script, so the tool
-    says so once and builds with one `nvcc -c` per source and one `nvcc -dlink` through it. A link
-    to nvcc itself is nvcc: split."""
+    says so once and builds with one `nvcc -c` per source and one `nvcc -dlink` through it. A
+    script that only execs nvcc is nvcc: split."""
     _tools()
     real = need_tool("nvcc")
     p = Project(tmp_path / "p", {"SConstruct": WRAP_SCONSTRUCT, "main.cu": WRAP_MAIN, "twice.cu": WRAP_TWICE})
@@ -283,9 +283,12 @@ def test_a_wrapper_nvcc_takes_every_compile_and_device_link(tmp_path):
         _runs(p.root / mode, "8\n")
     assert [ln for ln in runs if "-dlink" in ln and "rdc.dlink.o" in ln], runs
     assert p.up_to_date(f"nvcc={wrapper}")
-    # A symbolic link to nvcc is nvcc itself.
+    # A script whose one command is `exec <nvcc> "$@"` (what /usr/local/bin/nvcc is on some
+    # machines) is nvcc itself. (A symbolic link to nvcc's binary from another folder is not
+    # tried: nvcc finds its own files from the folder it was invoked from, and fails there.)
     link = tmp_path / "bin" / "nvcc"
-    link.symlink_to(real)
+    link.write_text(f'#!/bin/sh\nexec {real} "$@"\n')
+    link.chmod(0o755)
     c = _steps(p.scons("-j2", f"nvcc={link}"))
     assert (c["NVCC-FE"], c["NVCC-NVLINK sm_80"], c["NVCC"]) == (4, 1, 2), c
     _runs(p.root / "rdc", "8\n")
