@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -286,8 +287,11 @@ def test_a_wrapper_nvcc_takes_every_compile_and_device_link(tmp_path):
     # A script whose one command is `exec <nvcc> "$@"` (what /usr/local/bin/nvcc is on some
     # machines) is nvcc itself. (A symbolic link to nvcc's binary from another folder is not
     # tried: nvcc finds its own files from the folder it was invoked from, and fails there.)
+    dry = subprocess.run([real, "--dryrun", "-c", "-o", os.devnull, "-x", "cu", os.devnull], capture_output=True,
+                         text=True)
+    here = re.search(r"^#\$ _HERE_=(.*)$", dry.stdout + dry.stderr, re.M).group(1).strip()
     link = tmp_path / "bin" / "nvcc"
-    link.write_text(f'#!/bin/sh\nexec {real} "$@"\n')
+    link.write_text(f'#!/bin/sh\nexec {here}/nvcc "$@"\n')
     link.chmod(0o755)
     c = _steps(p.scons("-j2", f"nvcc={link}"))
     assert (c["NVCC-FE"], c["NVCC-NVLINK sm_80"], c["NVCC"]) == (4, 1, 2), c
