@@ -15,7 +15,7 @@ from offload_tool.formats.offload_binary import make_image, write_offload_binary
 
 def _pkg(tmp_path, *archs: str):
     p = tmp_path / "p.pkg"
-    p.write_bytes(b"".join(write_offload_binary(make_image(b"\x7fELF" + bytes(12),
+    p.write_bytes(b"".join(write_offload_binary(make_image(b"\x7fELF\x02\x01\x01" + bytes(57),
                                                            {"triple": "amdgcn-amd-amdhsa", "arch": a},
                                                            image_kind=1, offload_kind=1)) for a in archs))
     return p
@@ -80,7 +80,7 @@ def test_verify_require(tmp_path):
 
 def test_inspect_json_and_llvm_version(tmp_path):
     p = tmp_path / "hip.pkg"
-    p.write_bytes(write_offload_binary(make_image(b"\x7fELF" + bytes(12), {"triple": "amdgcn-amd-amdhsa",
+    p.write_bytes(write_offload_binary(make_image(b"\x7fELF\x02\x01\x01" + bytes(57), {"triple": "amdgcn-amd-amdhsa",
                                                                            "arch": "gfx90a"},
                                                   image_kind=1, offload_kind=3)))
     (img,) = json.loads(run_cli("tool", "inspect", "--json", p).stdout)

@@ -43,7 +43,7 @@ def test_arch_satisfied(provided, requested, image_kind, ok):
 
 
 def _package(*images: tuple[str, str]) -> bytes:
-    return b"".join(write_offload_binary(make_image(b"\x7fELF" + bytes(12), {"triple": triple, "arch": arch},
+    return b"".join(write_offload_binary(make_image(b"\x7fELF\x02\x01\x01" + bytes(57), {"triple": triple, "arch": arch},
                                                     image_kind=1, offload_kind=1))
                     for triple, arch in images)
 

@@ -112,16 +112,19 @@ class VerifyResult:
     entries_checked: int = 0
     notes: list[str] = field(default_factory=list)
     runs_on: list = field(default_factory=list)  # runs_on.Verdict per --runs-on GPU
+    damaged: list[tuple[str, str]] = field(default_factory=list)  # (image path, what is wrong)
 
     @property
     def ok(self) -> bool:
-        return not self.missing_archs and not self.missing_entries and all(v.ok for v in self.runs_on)
+        return not self.missing_archs and not self.missing_entries and all(v.ok for v in self.runs_on) \
+            and not self.damaged
 
     @property
     def problems(self) -> list[str]:
         out = [f"{self.path}: {v.gpu.text}: {v.line}" for v in self.runs_on if not v.ok]
         out += [f"{self.path}: missing required arch '{a}'" for a in self.missing_archs]
         out += [f"{img}: missing host offload entry '{name}'" for name, img in self.missing_entries]
+        out += [f"{img}: damaged image: {why}" for img, why in self.damaged]
         return out
 
 
@@ -370,6 +373,7 @@ def verify_buffer(buf, name: str, *, require: list[str] = (), check_entries: boo
     images = inspect_buffer(buf, name, llvm_version=llvm_version)
     result = VerifyResult(name, images)
     result.runs_on = [_runs_on.runs_on(images, name, gpu) for gpu in gpus]
+    result.damaged = damaged_images(images)
     for arch in require:
         if not any(arch_satisfied(img.arch, arch, img.image_kind) for img in images):
             result.missing_archs.append(arch)
@@ -401,6 +405,29 @@ def verify_buffer(buf, name: str, *, require: list[str] = (), check_entries: boo
     if check_entries and not any_entries:
         result.notes.append(f"{name}: no OpenMP host offload entries to check")
     return result
+
+
+#: What `integrity.check_image` checks an image as, by the kind `inspect` gives it (other kinds,
+#: `unknown` or `empty` among them, are not checked here).
+_STRUCTURE_KINDS = {"elf": "elf", "cubin": "elf", "llvm ir": "bitcode", "bitcode": "bitcode", "ptx": "ptx",
+                    "fatbinary": "fatbin"}
+
+
+def damaged_images(images: list[DeviceImage]) -> list[tuple[str, str]]:
+    """(image path, what is wrong) for each image that is not structurally whole as its kind says
+    (`integrity.check_image`: headers and tables, not a full parse)."""
+    from ..printable import printable
+    from .integrity import check_image
+    damaged = []
+    for img in images:
+        kind = _STRUCTURE_KINDS.get(img.image_kind)
+        if kind is None or not len(img.data):
+            continue
+        try:
+            check_image(img.data, kind, name=img.path)
+        except OffloadError as exc:
+            damaged.append((img.path, printable(str(exc))))
+    return damaged
 
 
 @budget.metered
