@@ -122,3 +122,19 @@ def test_verify_refuses_a_package_holding_a_truncated_image(tmp_path):
             assert cp.returncode == 0, out
         else:
             assert cp.returncode != 0 and "half.cubin.pkg[0]: damaged image:" in out and "section header table" in out, out
+
+
+def test_host_ir_temporary_is_beside_the_output_and_unpredictable(tmp_path):
+    """The file between an OpenMP device job and ptxas is not a name in the shared temporary
+    folder that another user could pre-create: it lies beside the output, with a random part."""
+    import sys
+    import tempfile
+    from conftest import REPO
+    pytest.importorskip("SCons")
+    sys.path.insert(0, str(REPO / "site_scons" / "site_tools"))
+    from offload import _host_ir
+    out = str(tmp_path / "k.sm_80.o")
+    t = _host_ir.temp_path(out, ".s")
+    assert os.path.dirname(t) == str(tmp_path) and t.endswith(".s")
+    assert not t.startswith(tempfile.gettempdir() + os.sep + "offload-device-")
+    assert _host_ir._RUN_TOKEN in os.path.basename(t) and len(_host_ir._RUN_TOKEN) >= 12

@@ -34,12 +34,10 @@ compile and to the host part of the driver's fat object."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import subprocess
 import sys
-import tempfile
 import threading
 from dataclasses import dataclass
 
@@ -198,11 +196,18 @@ def _note(why: str) -> None:
                          "one driver compile per source and arch instead\n")
 
 
+#: A random part of this run's temporary names, so that no one can predict (and pre-create or
+#: link) them; beside the output, in the build tree, where only who may write the output may write.
+_RUN_TOKEN = os.urandom(6).hex()
+
+
 def temp_path(out: str, suffix: str) -> str:
-    """The file between a node's device job and ptxas: in the temporary folder, as the driver's,
-    named after the output (one per node, so parallel compiles never share one)."""
-    digest = hashlib.sha1(os.path.abspath(out).encode()).hexdigest()[:16]
-    return os.path.join(tempfile.gettempdir(), f"offload-device-{digest}{suffix}")
+    """The file between a node's device job and ptxas: beside the output, in the build tree (not
+    in the shared temporary folder, where another user could pre-create a predictable name),
+    named after the output and this run's random token (one per node and run, so parallel
+    compiles never share one); removed after the jobs, whether they succeeded or not."""
+    folder, name = os.path.split(os.path.abspath(out))
+    return os.path.join(folder, f".{name}.{_RUN_TOKEN}.device{suffix}")
 
 
 def remove_temp(out: str) -> None:
