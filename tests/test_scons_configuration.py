@@ -89,3 +89,16 @@ def test_clang_against_a_newer_cuda_says_what_builds_it(proj):
     assert ("OFFLOAD_CUDA_COMPILER='nvcc'" in cp.stderr) == newer
     cp = proj.scons("-n", "src=k.cu", "archs=sm_80", "cc=nvcc")
     assert "knows CUDA up to" not in cp.stderr
+
+
+def test_a_clang_without_the_rocm_device_libraries_it_needs_is_said_before_the_build(proj):
+    """clang 22 wants ROCm 6.3's device libraries; clang 19 takes the ones installed here."""
+    need_tool("clang-22")
+    said = subprocess.run(["clang-22", "-x", "hip", "--offload-arch=gfx90a", "-nogpuinc", "-###", "-c", "-o",
+                           "/dev/null", "/dev/null"], capture_output=True, text=True).stderr
+    missing = "cannot find ROCm device library" in said   # no ROCm 6.3 here; with one: no warning
+    cp = proj.scons("-n", "src=v.hip", "archs=gfx90a", "clang=clang-22")
+    assert cp.stderr.count("offload: warning: clang-22 cannot build AMD device code here: cannot find ROCm "
+                           "device library") == int(missing), cp.stderr
+    cp = proj.scons("-n", "src=v.hip", "archs=gfx90a", "clang=clang-19")
+    assert "cannot build AMD device code" not in cp.stderr

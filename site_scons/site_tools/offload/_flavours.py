@@ -241,10 +241,11 @@ def _cuda_library(senv):
 CUDA_RUNTIME = _Runtime(_cuda_link, _cuda_library)
 HIP_RUNTIME = _Runtime(lambda env: ["-lamdhip64"], lambda senv: ["-lamdhip64"])
 
-for _flavour in (Clang("clang"), Clang("openmp-clang", checks=[_settings_check.openmp_runtime]),
+_AMD_CHECKS = [_settings_check.amd_device_libs]
+for _flavour in (Clang("clang"), Clang("openmp-clang", checks=[_settings_check.openmp_runtime] + _AMD_CHECKS),
                  Clang("cuda-clang", runtime=CUDA_RUNTIME, checks=[_settings_check.cuda_for_clang]), Nvcc(CUDA_RUNTIME),
-                 Clang("hip-bundled", runtime=HIP_RUNTIME, split_device_link=False),
-                 Clang("hip-packaged", runtime=HIP_RUNTIME, split_device_link=False),
+                 Clang("hip-bundled", runtime=HIP_RUNTIME, split_device_link=False, checks=_AMD_CHECKS),
+                 Clang("hip-packaged", runtime=HIP_RUNTIME, split_device_link=False, checks=_AMD_CHECKS),
                  Clang("hip-bundled-hipcc", "OFFLOAD_HIPCC", "hipcc", HIP_RUNTIME, split_device_link=False),
                  Clang("hip-packaged-hipcc", "OFFLOAD_HIPCC", "hipcc", HIP_RUNTIME, split_device_link=False),
                  Host()):

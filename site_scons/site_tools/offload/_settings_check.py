@@ -191,6 +191,37 @@ def cuda_for_clang(senv) -> None:
                          "(OFFLOAD_CLANG) or an older CUDA (OFFLOAD_CUDA_PATH)\n")
 
 
+def amd_device_libs(senv) -> None:
+    """A clang that cannot find the ROCm device libraries its AMD device code needs (clang 22 wants
+    ROCm 6.3's; Debian 12 ships older ones) is said once, before the build, in clang's words and
+    with the settings that fix it."""
+    amd = [a for a in _archs.canonical_archs(senv, _clang_major(senv)) if _archs.vendor(a) == "amd"]
+    command = senv.subst("$OFFLOAD_CLANG").strip()
+    libs = senv.subst("$OFFLOAD_ROCM_DEVICE_LIB_PATH").strip()
+    key = ("rocm", command, libs)
+    if not amd or key in _warned:
+        return
+    _warned.add(key)
+    path = _toolchain.resolve(senv, command)
+    if not path:
+        return
+    argv = [path, "-x", "hip", f"--offload-arch={amd[0]}", "-nogpuinc", "-###", "-c", "-o", os.devnull, os.devnull]
+    if libs:
+        argv.insert(4, "--rocm-device-lib-path=" + libs)
+    said = _toolchain.run_quietly(senv, argv) or ""
+    line = next((ln for ln in said.splitlines() if "cannot find ROCm device library" in ln), None)
+    if line:
+        sys.stderr.write(f"offload: warning: {command} cannot build AMD device code here: "
+                         f"{line.split('error: ', 1)[-1].split(';')[0]}: set OFFLOAD_ROCM_DEVICE_LIB_PATH (or "
+                         "OFFLOAD_ROCM_PATH) to those libraries, or use a clang that matches the ones installed "
+                         "(OFFLOAD_CLANG='clang-19' with Debian's rocm-device-libs)\n")
+
+
+def _clang_major(senv) -> int:
+    info = _toolchain.probe_compiler(senv, senv.subst("$OFFLOAD_CLANG").strip())
+    return info.major or 19
+
+
 # --------------------------------------------------------------------------------------------
 # Errors at the line that asked
 
