@@ -156,8 +156,9 @@ def test_many_entries_naming_one_value_are_bounded():
 
 
 def test_packager_23_writes_one_v2_binary_that_inspect_verify_and_extract_read(tmp_path):
-    (tmp_path / "a.o").write_bytes(b"GPU0")
-    (tmp_path / "b.o").write_bytes(b"GPU-one")
+    elf = b"\x7fELF\x02\x01\x01" + bytes(57)     # minimal valid ELF64 headers (verify checks structure)
+    (tmp_path / "a.o").write_bytes(elf + b"GPU0")
+    (tmp_path / "b.o").write_bytes(elf + b"GPU-one")
     res = run_cli("packager", "--llvm-version=23", "-o", "p23",
                   "--image=file=a.o,triple=amdgcn-amd-amdhsa,arch=gfx90a,kind=hip",
                   "--image=file=b.o,triple=nvptx64-nvidia-cuda,arch=sm_70,kind=openmp", cwd=tmp_path)
@@ -175,7 +176,7 @@ def test_packager_23_writes_one_v2_binary_that_inspect_verify_and_extract_read(t
 
     res = run_cli("packager", "--llvm-version=23", "p23", "--image=kind=openmp,file=out.o", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
-    assert (tmp_path / "out.o").read_bytes() == b"GPU-one"
+    assert (tmp_path / "out.o").read_bytes() == elf + b"GPU-one"
 
 
 def test_cli_reports_bad_v2_as_one_line(tmp_path):

@@ -16,7 +16,9 @@ from offload_tool.ops.verify import check_max_bytes, parse_max_bytes
 
 
 def _package(*images: tuple[str, str, int]) -> bytes:
-    return b"".join(write_offload_binary(make_image(b"\x7fELF" + bytes(n - 4), {"triple": triple, "arch": arch},
+    # each image a minimal valid ELF64 header (verify checks an image's structure), padded to n bytes
+    return b"".join(write_offload_binary(make_image(b"\x7fELF\x02\x01\x01" + bytes(n - 7),
+                                                    {"triple": triple, "arch": arch},
                                                     image_kind=1, offload_kind=1))
                     for triple, arch, n in images)
 
