@@ -39,6 +39,8 @@ class Language:
     # are the host flags of the object's compile (what the host IR already holds left out).
     host_ir: bool = False
     host_backend_flags: str = ""
+    # Flags its device compiles add for a vendor ((vendor, flags) pairs), before the vendor's own.
+    vendor_flags: tuple[tuple[str, str], ...] = ()
     # Device objects are code objects bundled into the host object (HIP's `.hipfb`), rather
     # than images of an OffloadBinary package embedded next to it.
     bundled_device_code: bool = False
@@ -73,7 +75,7 @@ OPENMP = Language(
     host_flags=f"-fopenmp {OPENMP_TARGETS} $_OFFLOAD_SOURCE_ID",
     device_flags="-fopenmp $_OFFLOAD_SOURCE_ID",
     file_identity=True, host_ir=True, host_backend_flags=f"-fopenmp {OPENMP_TARGETS}",
-    flavours=(("clang", "openmp-clang"),))
+    flavours=(("clang", "openmp-clang"),), vendor_flags=(("nvidia", "$_OFFLOAD_NVPTX_BCFLAG"),))
 
 # CUDA, new driver + RDC: clang 19 does not forward `-cuid=` there ("argument unused") and names
 # externalised device statics after the file's (dev, inode) instead, so the pinned CUID goes
@@ -96,7 +98,7 @@ HIP = Language(
                "$_OFFLOAD_HIPFB_INCLUDE",
     device_flags="-x hip --no-gpu-bundle-output -cuid=$_OFFLOAD_CUID",
     compiler_var="OFFLOAD_HIP_COMPILER",
-    flavours=(("clang", "hip-bundled"), ("hipcc", "hip-bundled-hipcc")),
+    flavours=(("clang", "hip-bundled"), ("hipcc", "hip-bundled-hipcc")), vendor_flags=(("amd", "$_OFFLOAD_ROCMFLAGS"),),
     bundled_device_code=True,
     # HIP, new driver + RDC (OFFLOAD_HIP_DRIVER): per-arch bitcode packaged (kind hip) and embedded
     # in `.llvm.offloading` like CUDA; the link's clang-linker-wrapper makes the `.hip_fatbin`. The

@@ -127,24 +127,24 @@ def _launch(target, source, env, for_signature):
 
 
 def _vendor_flags(target, source, env, for_signature):
-    """Flags a device compile needs for its vendor: device-library paths and the CUDA install."""
+    """Flags a device compile needs for its vendor: its language's (`Language.vendor_flags`: the
+    OpenMP NVIDIA device bitcode, HIP's ROCm path), then the CUDA install or the ROCm device
+    libraries."""
     arch = env.get("OFFLOAD_ARCH", "")
-    lang = env.get("_OFFLOAD_LANG", "openmp")
+    lang = _languages.LANGUAGES.get(env.get("_OFFLOAD_LANG", "openmp"))
     v = _archs.vendor(arch) if arch else None
-    flags = []
-    if v == "nvidia":
-        if lang == "openmp":
-            bc = nvptx_bc_path(env)
-            if bc:
-                flags.append("--libomptarget-nvptx-bc-path=" + bc)
-        if env.get("OFFLOAD_CUDA_PATH"):
-            flags.append("--cuda-path=$OFFLOAD_CUDA_PATH")
-    elif v == "amd":
-        if lang == "hip" and env.get("OFFLOAD_ROCM_PATH"):
-            flags.append("--rocm-path=$OFFLOAD_ROCM_PATH")
-        if env.get("OFFLOAD_ROCM_DEVICE_LIB_PATH"):
-            flags.append("--rocm-device-lib-path=$OFFLOAD_ROCM_DEVICE_LIB_PATH")
+    flags = [f for vendor, f in (lang.vendor_flags if lang else ()) if vendor == v]
+    if v == "nvidia" and env.get("OFFLOAD_CUDA_PATH"):
+        flags.append("--cuda-path=$OFFLOAD_CUDA_PATH")
+    elif v == "amd" and env.get("OFFLOAD_ROCM_DEVICE_LIB_PATH"):
+        flags.append("--rocm-device-lib-path=$OFFLOAD_ROCM_DEVICE_LIB_PATH")
     return " ".join(flags)
+
+
+def _nvptx_bc_flag(target, source, env, for_signature):
+    """`--libomptarget-nvptx-bc-path=<dir>` of the clang in use (clang 19 must be told), or ''."""
+    bc = nvptx_bc_path(env)
+    return "--libomptarget-nvptx-bc-path=" + bc if bc else ""
 
 
 def _fatbin_id(target, source, env, for_signature):
@@ -322,6 +322,7 @@ CALLABLES = {
     "_OFFLOAD_NVCC_ID": _nvcc_id,
     "_OFFLOAD_LIBRARY_ID": _library_id,
     "_OFFLOAD_VENDORFLAGS": _vendor_flags,
+    "_OFFLOAD_NVPTX_BCFLAG": _nvptx_bc_flag,
     "_OFFLOAD_FATBIN_ID": _fatbin_id,
     "_OFFLOAD_PACKAGERFLAGS": _packager_flags,
     "_OFFLOAD_LLVMVERSIONFLAG": _llvm_version_flag,
