@@ -17,6 +17,7 @@ import SCons.Action
 import SCons.Builder
 import SCons.Errors
 import SCons.Node
+import SCons.Node.FS
 import SCons.Util
 
 from . import _archs, _consume, _signatures, _variables
@@ -120,16 +121,37 @@ def settings(env, kw):
     return env.Override(kw) if kw else env
 
 
-def names_when_cleaning(folder) -> list[str]:
-    """The file names in `folder` when this run cleans (`scons -c`), else none: what the cleaners
-    of files no node names any more (an arch no longer configured) look through."""
+def cleaning() -> bool:
+    """Whether this run cleans (`scons -c`): the cleaners of files no node names any more (an arch
+    no longer configured, the other way of a device link) add them only then."""
     import SCons.Script
-    if not SCons.Script.GetOption("clean"):
+    return bool(SCons.Script.GetOption("clean"))
+
+
+def names_when_cleaning(folder) -> list[str]:
+    """The file names in `folder` when this run cleans, else none."""
+    if not cleaning():
         return []
     try:
         return os.listdir(folder.get_abspath())
     except OSError:
         return []
+
+
+def read_path(node) -> str:
+    """The file a compiler opens for `node`: the node's own file where it exists (a variant
+    directory's copy), else its source-tree file (a variant directory with `duplicate=0`)."""
+    path = node.get_abspath()
+    if os.path.exists(path):
+        return path
+    return node.srcnode().get_abspath()
+
+
+def scanned_files(target) -> list:
+    """The files besides its sources that a compile of `target` reads, as SCons's scanner found
+    them (the headers it includes), in path order."""
+    deps = getattr(target[0], "implicit", None) if target else None
+    return sorted((n for n in deps or () if isinstance(n, SCons.Node.FS.File)), key=lambda n: n.get_path())
 
 
 def pic_overrides(senv, o: dict) -> None:

@@ -29,8 +29,8 @@ from . import _archs, _compdb, _consume, _host_ir, _languages, _openmp_sources, 
 from ._signatures import GroupSignatureAction
 from ._archs import archs_for, file_safe
 from ._builders import (COMPILER_VARS, LAUNCH, LIBRARY_VARS, PACKAGE_EMBED, PY, action, builder, canonical, group_builder,
-                        group_env, names_when_cleaning, node, nodes, package_embed_builder, pic_overrides, registry, settings,
-                        stem, wants)
+                        group_env, names_when_cleaning, node, nodes, package_embed_builder, pic_overrides, read_path,
+                        registry, scanned_files, settings, stem, wants)
 from ._languages import language_of
 
 COMMANDS = {
@@ -81,7 +81,7 @@ class _CompileAction(GroupSignatureAction):
         contents = super().get_contents(target, source, env)
         lang = _languages.LANGUAGES.get(env.get("_OFFLOAD_LANG", ""))
         if lang is not None and lang.file_identity and source and hasattr(source[0], "srcnode"):
-            files = [_identity(source[0])] + [_identity(n) for n in _files_read(target)]
+            files = [_identity(source[0])] + [_identity(n) for n in scanned_files(target)]
             contents = contents + ("\0file " + "\0file ".join(files)).encode()
         return contents
 
@@ -293,30 +293,13 @@ def _file_id(node) -> tuple[int, int] | None:
     source's host and device nodes all ask), or None while it does not exist (a generated file
     not made yet: asked again later)."""
     if not hasattr(node.attributes, "offload_file_id"):
-        path = _read_path(node)
+        path = read_path(node)
         try:
             st = os.stat(path)
         except OSError:
             return None
         node.attributes.offload_file_id = (st.st_dev, st.st_ino)
     return node.attributes.offload_file_id
-
-
-def _read_path(node) -> str:
-    """The file the compiler opens for `node`: the node's own file where it exists (a variant
-    directory's copy), else its source-tree file (a variant directory with `duplicate=0`)."""
-    path = node.get_abspath()
-    if os.path.exists(path):
-        return path
-    return node.srcnode().get_abspath()
-
-
-def _files_read(target) -> list:
-    """The files besides the source that a compile of `target` reads, as SCons's scanner found
-    them (the headers it includes): an OpenMP target region in a header is named after the
-    header's identity, not the source's."""
-    deps = getattr(target[0], "implicit", None) if target else None
-    return sorted((n for n in deps or () if isinstance(n, SCons.Node.FS.File)), key=lambda n: n.get_path())
 
 
 def _identity(node) -> str:
@@ -341,7 +324,7 @@ def _source_id_flag(target, node) -> str:
     if not fid:
         return ""
     value = f"{fid[0]:x}_{fid[1]:x}"
-    headers = [_identity(n) for n in _files_read(target)]
+    headers = [_identity(n) for n in scanned_files(target)]
     if headers:
         value += "_" + hashlib.sha1("\0".join(headers).encode()).hexdigest()[:16]
     return f"$( -DOFFLOAD_TOOL_SOURCE_ID={value} -include {ID_HEADER} $)"

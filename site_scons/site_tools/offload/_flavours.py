@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 
 import SCons.Errors
+import SCons.Util
 
 from . import _archs, _compdb, _compile, _host_ir, _languages, _nvcc, _settings_check, _toolchain, _variables
 from ._builders import pic_overrides, registry, settings, stem, wants
@@ -37,8 +38,7 @@ def register(flavour: "Flavour") -> "Flavour":
 def flavour_for(env, lang) -> "Flavour":
     """The flavour `env` builds sources of `lang` (a resolved record: its driver chosen) with."""
     compiler = _languages.compiler_for(env, lang)
-    names = dict(lang.flavours)
-    name = names.get(compiler) or names.get("*")
+    name = dict(lang.flavours).get(compiler)
     if name not in FLAVOURS:
         raise SCons.Errors.UserError(f"offload: language '{lang.name}' names no known flavour for compiler "
                                      f"'{compiler}' ({name or 'none'}; known: {', '.join(sorted(FLAVOURS))})")
@@ -59,10 +59,16 @@ class Flavour:
     #: Its device objects are images the linker wrapper links, so an AMD arch's may be linked in
     #: a `DEVICELINK` node of its own (see `_link._split_link_inputs`).
     split_device_link = False
+    #: The language runtime its objects need at link time (`_Runtime`), if any.
+    runtime: "_Runtime | None" = None
+    #: Checks (`_settings_check`) that say before the build what keeps it from building in an
+    #: environment (a runtime or a toolkit the compiler lacks).
+    checks: tuple = ()
 
     def check(self, senv) -> None:
-        """Say before the build what keeps this flavour from building in `senv` (a runtime or a
-        toolkit the compiler lacks); asked once per object."""
+        """Run its checks on `senv` (asked once per object; each check says a thing once)."""
+        for check in self.checks:
+            check(senv)
 
     def compile(self, env, senv, s, fat, lang, archs: list[str], kw: dict, pic: bool) -> list:
         """The nodes of one source's object `fat` (made once: the caller's registry holds them)."""
@@ -70,12 +76,12 @@ class Flavour:
 
     def link_flags(self, env) -> list[str]:
         """What a final or shared link of its objects adds for their runtime."""
-        return []
+        return self.runtime.link_flags(env) if self.runtime else []
 
     def library_inputs(self, senv) -> list[str]:
         """What a static library's ld script names for its objects' runtime (a plain `g++` link of
         the library gets nothing else)."""
-        return []
+        return self.runtime.library_inputs(senv) if self.runtime else []
 
 
 class Clang(Flavour):
@@ -132,21 +138,11 @@ class Clang(Flavour):
         parts["host"].attributes.offload_flavour = self.name  # (linked alone by a split device link)
         return made
 
-    def check(self, senv):
-        for check in self.checks:
-            check(senv)
-
     def split_parts(self, env, s, lang, archs, kw, pic):
         """(host object, {arch: device object}) of source `s` for the split device link."""
         host = _compile.host_object(env, s, None, kw, pic=pic)[0]
         host.attributes.offload_flavour = self.name
         return host, {a: _compile.device_object(env, s, a, None, kw)[0] for a in archs}
-
-    def link_flags(self, env):
-        return self.runtime.link_flags(env) if self.runtime else []
-
-    def library_inputs(self, senv):
-        return self.runtime.library_inputs(senv) if self.runtime else []
 
 
 class Nvcc(Flavour):
@@ -174,32 +170,23 @@ class Nvcc(Flavour):
         _compdb.record(senv.Override(o), made, [s], "OFFLOAD_NVCCDBCOM")
         return made
 
-    def link_flags(self, env):
-        return self.runtime.link_flags(env)
-
-    def library_inputs(self, senv):
-        return self.runtime.library_inputs(senv)
-
 
 class Host(Flavour):
-    """A plain host source of an offload program: the environment's own C/C++ compile, with
-    `$OFFLOAD_HOSTFLAGS` after `$CCFLAGS` as in every other host compile (`-march=native` there
-    reaches `main.cpp` too)."""
+    """A plain host source of an offload program: no device code, no runtime; its object is made
+    by `plain_host_object`, which needs no flavour machinery."""
 
     name = "host"
     compiler = None
 
-    def compile(self, env, senv, s, fat, lang, archs, kw, pic):
-        raise AssertionError("plain host sources are compiled by `plain_host_object`")
-
 
 def plain_host_object(env, s, target, kw, pic):
-    """The `host` flavour's object of `s` (the environment's `StaticObject` / `SharedObject`)."""
+    """The `host` flavour's object of `s`: the environment's own C/C++ compile (`StaticObject` /
+    `SharedObject`), with `$OFFLOAD_HOSTFLAGS` after `$CCFLAGS` as in every other host compile
+    (`-march=native` there reaches `main.cpp` too)."""
     senv = settings(env, kw)
     build = env.SharedObject if pic else env.StaticObject
     o = {k: v for k, v in kw.items() if k != "OFFLOAD_LANG"}
     if senv.get("OFFLOAD_HOSTFLAGS"):
-        import SCons.Util
         o["CCFLAGS"] = SCons.Util.CLVar(senv.get("CCFLAGS", [])) + SCons.Util.CLVar(senv["OFFLOAD_HOSTFLAGS"])
 
     def make():

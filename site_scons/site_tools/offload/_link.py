@@ -16,14 +16,13 @@ import sys
 
 import SCons.Action
 import SCons.Scanner.Prog
-import SCons.Script
 import SCons.Util
 
 from . import _archs, _compile, _flavours, _languages, _libraries, _nvcc_link, _objects, _settings_check, _variables
 from . import _consume
 from ._archs import archs_for, file_safe
-from ._builders import (COMPILER_VARS, LIBRARY_VARS, PACKAGE_EMBED, action, builder, canonical, node, nodes,
-                        package_embed_builder, settings)
+from ._builders import (COMPILER_VARS, LIBRARY_VARS, PACKAGE_EMBED, action, builder, canonical, cleaning, node,
+                        nodes, package_embed_builder, settings)
 
 _DEVICE_LINK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_device_link.py")
 
@@ -78,9 +77,8 @@ def _link_flags(target, source, env, for_signature):
         flags.append(f"-Wl,-rpath,{libdir}")
     vendors = {_archs.vendor(a) for a in archs}
     if "nvidia" in vendors:
-        bc = _variables.nvptx_bc_path(env) if openmp else ""
-        if bc:
-            flags.append("--libomptarget-nvptx-bc-path=" + bc)
+        if openmp:
+            flags.append("$_OFFLOAD_NVPTX_BCFLAG")
         if env.get("OFFLOAD_CUDA_PATH"):
             flags.append("--cuda-path=$OFFLOAD_CUDA_PATH")
     if "amd" in vendors and env.get("OFFLOAD_ROCM_DEVICE_LIB_PATH"):
@@ -326,7 +324,7 @@ def _split_link_inputs(env, target, items_in, kw, pic):
 
 def _clean_fat_leftovers(env, owner, host, pic) -> None:
     """`x.o` + `x.pkg` (`x.os` + `x.pic.pkg`) of a source whose host object is `x.host.o` (`.os`)."""
-    if not SCons.Script.GetOption("clean"):
+    if not cleaning():
         return
     base, ext = os.path.splitext(host.name)
     if not base.endswith(".host"):
@@ -338,7 +336,7 @@ def _clean_fat_leftovers(env, owner, host, pic) -> None:
 def _clean_split_leftovers(env, target) -> None:
     """The carrier and device links of a split link (`app.offload.o`, `app.offload.pkg`,
     `app.<arch>.devlink.o`) when this link is not split."""
-    if not SCons.Script.GetOption("clean"):
+    if not cleaning():
         return
     env.Clean(target, [target.dir.File(target.name + ".offload.o"), target.dir.File(target.name + ".offload.pkg")])
     _compile.clean_stale_archs(env, target, target.dir, target.name + ".", (".o",), [])

@@ -21,10 +21,10 @@ import os
 import re
 import sys
 
-import SCons.Node.FS
 import SCons.Tool
 
 from . import _languages
+from ._builders import read_path, scanned_files
 
 _CONSTRUCT = re.compile(rb"(?:^[ \t]*#[ \t]*pragma|_Pragma[ \t]*\([ \t]*\")[ \t]*omp[ \t]+"
                         rb"(?:target|(?:begin[ \t]+)?declare[ \t]+target)\b", re.M)
@@ -121,9 +121,7 @@ def note_without_target(env, source, target) -> None:
     path = source.srcnode().get_path()
     if path in _noted or _asks(env, {}):
         return
-    files = [source] + [n for n in getattr(target, "implicit", None) or () if isinstance(n, SCons.Node.FS.File)]
-    if any(_scan(n.srcnode().get_abspath() if not os.path.exists(n.get_abspath()) else n.get_abspath())[0]
-           for n in files):
+    if any(_scan(read_path(n))[0] for n in [source] + scanned_files([target])):
         return
     _noted.add(path)
     sys.stderr.write(f"offload: note: '{path}' is compiled as OpenMP offload (from its suffix) but holds no OpenMP "

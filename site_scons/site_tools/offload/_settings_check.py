@@ -167,25 +167,30 @@ def openmp_runtime(senv) -> None:
           "a clang that has it (OFFLOAD_CLANG='clang-19', Debian: libomp-19-dev)")
 
 
+def _clang_says(senv, topic: str, setting: str, args: list[str]) -> tuple[str, str] | None:
+    """(the `$OFFLOAD_CLANG` command, what it prints for `args` followed by the input `/dev/null`),
+    the first time `topic` is asked for this command and `setting`; None after, or when the
+    command is not found (its own error says so)."""
+    command = senv.subst("$OFFLOAD_CLANG").strip()
+    key = (topic, command, setting)
+    if key in _warned:
+        return None
+    _warned.add(key)
+    path = _toolchain.resolve(senv, command)
+    if not path:
+        return None
+    return command, _toolchain.run_quietly(senv, [path, *args, "-o", os.devnull, os.devnull]) or ""
+
+
 def cuda_for_clang(senv) -> None:
     """clang against a CUDA newer than it supports (clang 19 and CUDA 13: its headers fail to
     compile) is said once, before the build, with the ways out."""
     cuda = senv.subst("$OFFLOAD_CUDA_PATH").strip()
-    command = senv.subst("$OFFLOAD_CLANG").strip()
-    key = ("cuda", command, cuda)
-    if key in _warned:
-        return
-    _warned.add(key)
-    path = _toolchain.resolve(senv, command)
-    if not path:
-        return
-    argv = [path, "-x", "cuda", "--offload-arch=sm_80", "-nocudalib", "-E", "-o", os.devnull, os.devnull]
-    if cuda:
-        argv.insert(3, "--cuda-path=" + cuda)
-    said = _toolchain.run_quietly(senv, argv)
-    if said and "CUDA version is newer than the latest" in said:
-        version = said.split("latest", 1)[1].split("[")[0].strip(" .")
-        sys.stderr.write(f"offload: warning: {command} knows CUDA up to the {version}; the CUDA at "
+    said = _clang_says(senv, "cuda", cuda, ["-x", "cuda", "--offload-arch=sm_80"]
+                       + (["--cuda-path=" + cuda] if cuda else []) + ["-nocudalib", "-E"])
+    if said and "CUDA version is newer than the latest" in said[1]:
+        version = said[1].split("latest", 1)[1].split("[")[0].strip(" .")
+        sys.stderr.write(f"offload: warning: {said[0]} knows CUDA up to the {version}; the CUDA at "
                          f"'{cuda or 'its default path'}' is newer and its headers may not compile with it: "
                          "OFFLOAD_CUDA_COMPILER='nvcc' builds .cu sources with nvcc, or use a newer clang "
                          "(OFFLOAD_CLANG) or an older CUDA (OFFLOAD_CUDA_PATH)\n")
@@ -194,32 +199,20 @@ def cuda_for_clang(senv) -> None:
 def amd_device_libs(senv) -> None:
     """A clang that cannot find the ROCm device libraries its AMD device code needs (clang 22 wants
     ROCm 6.3's; Debian 12 ships older ones) is said once, before the build, in clang's words and
-    with the settings that fix it."""
-    amd = [a for a in _archs.canonical_archs(senv, _clang_major(senv)) if _archs.vendor(a) == "amd"]
-    command = senv.subst("$OFFLOAD_CLANG").strip()
+    with the settings that fix it. (The archs are read as the newest LLVM knows them: whether the
+    clang in use knows them is checked where its sources are made, `_flavours.check_archs`.)"""
+    amd = [a for a in _archs.canonical_archs(senv, _archs.NEWEST_LLVM) if _archs.vendor(a) == "amd"]
+    if not amd:
+        return
     libs = senv.subst("$OFFLOAD_ROCM_DEVICE_LIB_PATH").strip()
-    key = ("rocm", command, libs)
-    if not amd or key in _warned:
-        return
-    _warned.add(key)
-    path = _toolchain.resolve(senv, command)
-    if not path:
-        return
-    argv = [path, "-x", "hip", f"--offload-arch={amd[0]}", "-nogpuinc", "-###", "-c", "-o", os.devnull, os.devnull]
-    if libs:
-        argv.insert(4, "--rocm-device-lib-path=" + libs)
-    said = _toolchain.run_quietly(senv, argv) or ""
-    line = next((ln for ln in said.splitlines() if "cannot find ROCm device library" in ln), None)
+    said = _clang_says(senv, "rocm", libs, ["-x", "hip", f"--offload-arch={amd[0]}"]
+                       + (["--rocm-device-lib-path=" + libs] if libs else []) + ["-nogpuinc", "-###", "-c"])
+    line = next((ln for ln in said[1].splitlines() if "cannot find ROCm device library" in ln), None) if said else None
     if line:
-        sys.stderr.write(f"offload: warning: {command} cannot build AMD device code here: "
+        sys.stderr.write(f"offload: warning: {said[0]} cannot build AMD device code here: "
                          f"{line.split('error: ', 1)[-1].split(';')[0]}: set OFFLOAD_ROCM_DEVICE_LIB_PATH (or "
                          "OFFLOAD_ROCM_PATH) to those libraries, or use a clang that matches the ones installed "
                          "(OFFLOAD_CLANG='clang-19' with Debian's rocm-device-libs)\n")
-
-
-def _clang_major(senv) -> int:
-    info = _toolchain.probe_compiler(senv, senv.subst("$OFFLOAD_CLANG").strip())
-    return info.major or 19
 
 
 # --------------------------------------------------------------------------------------------

@@ -89,7 +89,7 @@ def _device_runtime_flags(target, source, env, for_signature):
     return f"-L{os.path.dirname(rt)} -l{os.path.basename(rt)[3:-2]}"
 
 
-def nvptx_bc_path(env) -> str:
+def _nvptx_bc_path(env) -> str:
     """Folder of libomptarget-nvptx-*.bc of the clang in use (clang 19 needs it named)."""
     info = clang_info(env)
     return (info.nvptx_bitcode_dir or "") if info else ""
@@ -143,7 +143,7 @@ def _vendor_flags(target, source, env, for_signature):
 
 def _nvptx_bc_flag(target, source, env, for_signature):
     """`--libomptarget-nvptx-bc-path=<dir>` of the clang in use (clang 19 must be told), or ''."""
-    bc = nvptx_bc_path(env)
+    bc = _nvptx_bc_path(env)
     return "--libomptarget-nvptx-bc-path=" + bc if bc else ""
 
 
