@@ -404,6 +404,9 @@ def test_file_without_images_says_why(tmp_path, content, why):
     assert err.count("\n") == 1 and err.startswith(f"offload-tool: note: '{tmp_path / 'f'}': no device images: ")
     assert why in err
     assert res.stdout.decode().splitlines()[0].startswith("PATH")  # the (empty) table still comes
+    # A program reading --json (an OffloadManifest step) sees the file has no rows; no note.
+    res = run_cli("tool", "inspect", "--json", str(tmp_path / "f"))
+    assert res.returncode == 0 and res.stderr == b"" and res.stdout.strip() == b"[]"
 
 
 def test_damaged_package_header_is_one_error_line(tmp_path):

@@ -58,7 +58,8 @@ OPTIONS:
                       shown as 'hip?' with a producer_note
   --require-images    Exit 1, naming the file and why, when a FILE holds no device image (a
                       plain file, an object without offload sections); the listing is printed
-                      first.  Without it such a FILE gets one 'note:' line on stderr saying why
+                      first.  Without it the table's reader gets one 'note:' line on stderr per
+                      such FILE saying why (with --json, where a FILE without rows says it, none)
                       and the exit status stays 0 (as clang-offload-packager's); a damaged
                       container is always an error (exit 1)
   --sizes             Instead of the images, bytes per arch and per container kind in each FILE
@@ -140,8 +141,9 @@ def cmd_inspect(argv: list[str]) -> int:
         for path, why in empty.items():
             error_line(PROG, f"'{path}': no device images: {why}")
         return 1
-    for path, why in empty.items():  # not an error: say why the listing has nothing from it
-        error_line(PROG, f"'{path}': no device images: {why}", label="note")
+    if not opts.flag("json"):  # not an error: tell the table's reader why it has nothing from it
+        for path, why in empty.items():
+            error_line(PROG, f"'{path}': no device images: {why}", label="note")
     return 0
 
 
