@@ -217,11 +217,17 @@ def test_a_flag_variable_no_step_reads_is_noted(tmp_path):
     need_tool("nvcc")
     need_tool("clang-19")
     p = Project(tmp_path, {
-        "SConstruct": NVCC_ENV.format("OFFLOAD_DEVICEFLAGS=['-O3']") + "env.OffloadProgram('app', ['kern.cu', 'main.cpp'])\n",
-        "kern.cu": CU, "main.cpp": "void run();\nint main() { run(); return 0; }\n"})
+        "SConstruct": NVCC_ENV.format("OFFLOAD_DEVICEFLAGS=['-O3']")
+        + "if ARGUMENTS.get('omp'):\n    env.OffloadProgram('omp', ['omp.cpp', 'omain.cpp'])\n"
+        + "env.OffloadProgram('app', ['kern.cu', 'main.cpp'])\n",
+        "kern.cu": CU, "main.cpp": "void run();\nint main() { run(); return 0; }\n",
+        "omp.cpp": OMP_IN_HEADER, "kern.h": KERN_H, "omain.cpp": "void use(float *x);\nint main() { return 0; }\n"})
     cp = p.scons("-n")
     assert cp.stderr.count("offload: note: OFFLOAD_DEVICEFLAGS reaches no step of 'app': nvcc compiles its device "
                            "code") == 1, cp.stderr
+    # An OpenMP program of the same environment reads it (the example's shape): no note.
+    cp = p.scons("-n", "omp=1")
+    assert "reaches no step" not in cp.stderr, cp.stderr
 
 
 def test_the_documented_toolpath_finds_the_tool_in_the_install_the_project_makes(tmp_path):

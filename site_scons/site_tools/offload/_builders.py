@@ -219,6 +219,12 @@ class Registry:
         return made
 
 
+    def made_of(self, env, kind: str):
+        """Every node list made so far for `env` of `kind` (for checks that ask what else an
+        environment builds)."""
+        return (made for (env_id, _, k), (_, made) in self.nodes.items() if env_id == id(env) and k == kind)
+
+
 registry = Registry()
 
 

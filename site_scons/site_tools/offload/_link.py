@@ -22,7 +22,7 @@ from . import _archs, _compile, _flavours, _languages, _libraries, _nvcc_link, _
 from . import _consume
 from ._archs import archs_for, file_safe
 from ._builders import (COMPILER_VARS, LIBRARY_VARS, PACKAGE_EMBED, action, builder, canonical, cleaning, node,
-                        nodes, package_embed_builder, settings)
+                        nodes, package_embed_builder, registry, settings)
 
 _DEVICE_LINK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_device_link.py")
 
@@ -167,8 +167,17 @@ def _link_overrides(env, objs, kw, target=None) -> dict:
         archs = [a for a in archs if any(a in archs_for(_languages.LANGUAGES[lang], [a]) for lang in langs)]
     # An OpenMP offload link unless every object is known and none is OpenMP's.
     openmp = not all(known) or any(_languages.LANGUAGES[lang].file_identity for lang in langs) or not langs
-    _settings_check.unused_in_link(senv, target, objs)
+    _settings_check.unused_in_link(senv, target, objs, lambda var: _used_elsewhere(env, var))
     return dict(kw, _OFFLOAD_LINK_ARCHS=archs, _OFFLOAD_LINK_FLAVOURS=flavours, _OFFLOAD_LINK_OPENMP=openmp)
+
+
+def _used_elsewhere(env, var: str) -> bool:
+    """Whether a step `env` made so far reads `var`: a clang device compile OFFLOAD_DEVICEFLAGS,
+    an nvcc object OFFLOAD_NVCCFLAGS."""
+    if var == "OFFLOAD_DEVICEFLAGS":
+        return any(True for _ in registry.made_of(env, "device"))
+    return any(getattr(n.attributes, "offload_flavour", None) == "cuda-nvcc"
+               for made in registry.made_of(env, "object") for n in made)
 
 
 def _link_flavours(objs) -> list:

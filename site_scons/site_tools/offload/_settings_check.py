@@ -81,15 +81,19 @@ def check(env, kw: dict, senv) -> None:
 _noted: set[tuple[str, str]] = set()
 
 
-def unused_in_link(senv, target, objects) -> None:
+def unused_in_link(senv, target, objects, elsewhere) -> None:
     """Note the flag variables set for a link's objects that none of their steps used (by the
-    flavours the objects were built with, `_flavours`)."""
+    flavours the objects were built with, `_flavours`), unless the environment uses them for
+    what it has declared before (`elsewhere(var)`: an OpenMP program beside a CUDA one shares
+    OFFLOAD_DEVICEFLAGS). Declared after the link, such a use is not seen."""
     flavours = {getattr(o.attributes, "offload_flavour", None) for o in objects}
     unused = []
-    if _flags(senv, "OFFLOAD_DEVICEFLAGS") and "cuda-nvcc" in flavours and flavours <= {"cuda-nvcc", "host"}:
+    if _flags(senv, "OFFLOAD_DEVICEFLAGS") and "cuda-nvcc" in flavours and flavours <= {"cuda-nvcc", "host"} \
+            and not elsewhere("OFFLOAD_DEVICEFLAGS"):
         unused.append(("OFFLOAD_DEVICEFLAGS", "nvcc compiles its device code: nvcc's options go in "
                                               "OFFLOAD_NVCCFLAGS"))
-    if _flags(senv, "OFFLOAD_NVCCFLAGS") and "cuda-clang" in flavours and "cuda-nvcc" not in flavours:
+    if _flags(senv, "OFFLOAD_NVCCFLAGS") and "cuda-clang" in flavours and "cuda-nvcc" not in flavours \
+            and not elsewhere("OFFLOAD_NVCCFLAGS"):
         unused.append(("OFFLOAD_NVCCFLAGS", "clang compiles its CUDA sources (OFFLOAD_CUDA_COMPILER='nvcc' "
                                             "for nvcc; clang's flags go in OFFLOAD_HOSTFLAGS / OFFLOAD_DEVICEFLAGS)"))
     for var, why in unused:
