@@ -77,14 +77,22 @@ OPENMP = Language(
     file_identity=True, host_ir=True, host_backend_flags=f"-fopenmp {OPENMP_TARGETS}",
     flavours=(("clang", "openmp-clang"),), vendor_flags=(("nvidia", "$_OFFLOAD_NVPTX_BCFLAG"),))
 
-# CUDA, new driver + RDC: clang 19 does not forward `-cuid=` there ("argument unused") and names
-# externalised device statics after the file's (dev, inode) instead, so the pinned CUID goes
-# straight to -cc1.
+
+def new_driver_rdc_flags(x: str, both: str = "", host: str = "") -> dict[str, str]:
+    """`host_flags` and `device_flags` of a language clang compiles on the new offload driver with
+    relocatable device code (CUDA; HIP's new driver): `-x <x>`, and the pinned CUID straight to
+    -cc1 on both sides, because clang 19 does not forward the driver's `-cuid=` there ("argument
+    unused") and would name externalised device statics after the file's (dev, inode) instead.
+    `both` is added to both compiles, `host` to the host compile only."""
+    flags = f"-x {x} --offload-new-driver -fgpu-rdc -Xclang -cuid=$_OFFLOAD_CUID" + (f" {both}" if both else "")
+    return {"host_flags": f"{flags} {host}" if host else flags, "device_flags": flags}
+
+
+# CUDA, new driver + RDC (`new_driver_rdc_flags`); the CUDA install reaches the host compile, the
+# device compile gets it per vendor (`_OFFLOAD_VENDORFLAGS`).
 CUDA = Language(
     "cuda", (".cu",), "cuda", ("nvidia",),
-    host_flags="-x cuda --offload-new-driver -fgpu-rdc -Xclang -cuid=$_OFFLOAD_CUID -Wno-unknown-cuda-version "
-               "$_OFFLOAD_CUDAPATHFLAG",
-    device_flags="-x cuda --offload-new-driver -fgpu-rdc -Xclang -cuid=$_OFFLOAD_CUID -Wno-unknown-cuda-version",
+    **new_driver_rdc_flags("cuda", both="-Wno-unknown-cuda-version", host="$_OFFLOAD_CUDAPATHFLAG"),
     compiler_var="OFFLOAD_CUDA_COMPILER",
     flavours=(("clang", "cuda-clang"), ("nvcc", "cuda-nvcc")))
 
@@ -101,12 +109,10 @@ HIP = Language(
     flavours=(("clang", "hip-bundled"), ("hipcc", "hip-bundled-hipcc")), vendor_flags=(("amd", "$_OFFLOAD_ROCMFLAGS"),),
     bundled_device_code=True,
     # HIP, new driver + RDC (OFFLOAD_HIP_DRIVER): per-arch bitcode packaged (kind hip) and embedded
-    # in `.llvm.offloading` like CUDA; the link's clang-linker-wrapper makes the `.hip_fatbin`. The
-    # CUID goes to -cc1 on both sides (clang 19 ignores the driver's `-cuid=` here, as for CUDA).
+    # in `.llvm.offloading` like CUDA (`new_driver_rdc_flags`); the link's clang-linker-wrapper
+    # makes the `.hip_fatbin`.
     driver_var="OFFLOAD_HIP_DRIVER",
-    new_driver=(("host_flags", "-x hip --offload-new-driver -fgpu-rdc -Xclang -cuid=$_OFFLOAD_CUID "
-                               "$_OFFLOAD_ROCMFLAGS"),
-                ("device_flags", "-x hip --offload-new-driver -fgpu-rdc -Xclang -cuid=$_OFFLOAD_CUID"),
+    new_driver=(*new_driver_rdc_flags("hip", host="$_OFFLOAD_ROCMFLAGS").items(),
                 ("bundled_device_code", False),
                 ("flavours", (("clang", "hip-packaged"), ("hipcc", "hip-packaged-hipcc")))))
 
