@@ -2,7 +2,9 @@
 not) never reaches the program: the step that consumes it (the HIP bundle, nvcc's fat binary, the
 package of clang device objects, the AMD device link) checks it first
 (`offload_tool.ops.integrity`), the build stops with one line naming it, the file is removed, and
-the next build remakes it. `offload-tool verify` refuses a program holding a damaged image."""
+the next build remakes it; a damaged copy in SCons's `CacheDir` is dropped with it, so the next
+build compiles the object again instead of fetching the same bytes. `offload-tool verify`
+refuses a program holding a damaged image."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import subprocess
 import pytest
 
 from conftest import need_tool, run_cli
-from scons_helpers import Project
+from scons_helpers import Project, device_archs
 
 pytestmark = pytest.mark.slow
 
@@ -98,6 +100,58 @@ def test_truncated_openmp_device_object(tmp_path, name, keep_mtime):
         "src/main.c": OPENMP})
     p.scons()
     _damage_and_recover(p, p.root / "src" / name, "app", "sm_80,gfx90a", keep_mtime)
+
+
+def _cache_copy(cache, target):
+    """The file in the CacheDir `cache` that holds the same bytes as `target`."""
+    data = target.read_bytes()
+    copies = [f for f in cache.rglob("*") if f.is_file() and f.read_bytes() == data]
+    assert len(copies) == 1, (target, sorted(str(f) for f in cache.rglob("*")))
+    return copies[0]
+
+
+@pytest.mark.parametrize("case", ["hip", "openmp"])
+def test_damaged_cachedir_copy_is_dropped(tmp_path, case):
+    """A clean build fetches a truncated copy from the CacheDir: the consumer names the object,
+    removes it and its cache copy, and the next build compiles it (one DEVICE step for that arch)
+    and links a program `verify` accepts; the cache then holds a whole copy again."""
+    need_tool("clang-19")
+    if case == "hip":
+        files = {"SConstruct": "CacheDir('cache')\nenv = Environment(tools=['default', 'offload'], "
+                               "OFFLOAD_CLANG='clang-19', OFFLOAD_ARCHS=['gfx90a'], OFFLOAD_HIP_DRIVER='old')\n"
+                               "env.OffloadProgram('v', ['src/v.hip'])\n",
+                 "src/v.hip": HIP}
+        rel, program, archs, arch = "src/v.gfx90a.co", "v", "gfx90a", "gfx90a"
+    else:
+        files = {"SConstruct": "CacheDir('cache')\nenv = Environment(tools=['default', 'offload'], "
+                               "OFFLOAD_CLANG='clang-19', OFFLOAD_ARCHS=['sm_80', 'gfx90a'])\n"
+                               "env.OffloadProgram('app', ['src/main.c'])\n",
+                 "src/main.c": OPENMP}
+        rel, program, archs, arch = "src/main.gfx90a.bc", "app", "sm_80,gfx90a", "gfx90a"
+    p = Project(tmp_path / "p", files)
+    p.scons()
+    target = p.root / rel
+    copy = _cache_copy(p.root / "cache", target)
+    _truncate(copy, keep_mtime=True)
+    p.scons("-c")
+    assert not target.exists()
+
+    cp = p.scons(check=False)  # fetches every object from the cache, the damaged one too
+    out = cp.stdout + cp.stderr
+    assert cp.returncode != 0, out
+    assert device_archs(cp)[arch] == 0, out
+    errors = [line for line in out.splitlines() if line.startswith("offload: error:")]
+    assert len(errors) == 1, out
+    assert f"{rel}: damaged device object" in errors[0] and "CacheDir copy" in errors[0] \
+        and "is removed" in errors[0], out
+    assert not target.exists() and not copy.exists()
+
+    cp = p.scons()
+    assert device_archs(cp)[arch] == 1, cp.stdout
+    cp = run_cli("tool", "verify", str(p.root / program), "--require", archs)
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    from offload_tool.ops.integrity import check_image
+    check_image(_cache_copy(p.root / "cache", target))  # the cache holds a whole copy again
 
 
 def test_verify_refuses_a_package_holding_a_truncated_image(tmp_path):

@@ -257,3 +257,29 @@ def test_hooks_are_installed_only_when_asked_for(tmp_path):
     out = subprocess.run(cmd + ["--offload-report=r.html"], cwd=p.root, capture_output=True, text=True, env=env,
                          timeout=600)
     assert "TASK ReportingBuildTask PROGRESS Progressor" in out.stdout, out.stdout + out.stderr
+
+
+def test_cache_copy_path_and_its_fallback(tmp_path, monkeypatch, said):
+    """With a CacheDir, a node's copy lies under it, named by the node's build signature; an
+    environment that cannot say where gives None, said once (the damaged copy is then kept)."""
+    import SCons.Environment
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.txt").write_text("x")
+    env = SCons.Environment.Environment(tools=[])
+    node = env.Command(env.File(str(tmp_path / "out.txt")), env.File(str(tmp_path / "in.txt")),
+                       "cp $SOURCE $TARGET")[0]
+    assert _scons_hooks.cache_copy_path(node) is None  # no CacheDir: nothing to drop, nothing said
+    env.CacheDir(str(tmp_path / "cache"))
+    path = _scons_hooks.cache_copy_path(node)
+    assert path is not None and path.startswith(str(tmp_path / "cache") + "/"), path
+    assert not said()
+
+    class Env:
+        pass
+
+    class Node:
+        def get_build_env(self):
+            return Env()
+    assert _scons_hooks.cache_copy_path(Node()) is None and _scons_hooks.cache_copy_path(Node()) is None
+    out = said()
+    assert len(out) == 1 and "damaged CacheDir copies are not dropped" in out[0], out

@@ -121,15 +121,51 @@ def check_device_object(path: str, kind: str, built: bool = True) -> str | None:
     return None
 
 
+def drop_damaged_cache_copy(node, kind: str) -> str | None:
+    """Remove `node`'s copy in SCons's `CacheDir` when that copy is damaged as `kind`; what was
+    done, for the error line, or None when there is no copy or it is whole.
+
+    Why: SCons fetches a target from the cache by its build signature without reading it, so
+    once a damaged copy lies there (a full disk or a killed copy while SCons pushed it, a bad
+    shared cache), removing the target is not enough: the next build fetches the same bytes,
+    this check stops it again, and so on for ever. Without the copy the next build compiles the
+    object and pushes a whole one. A whole copy is kept: the target was damaged after it was
+    fetched, and fetching it again mends it."""
+    from offload_tool.errors import OffloadError
+    from offload_tool.ops.integrity import check_image
+    from offload_tool.printable import printable
+
+    from . import _scons_hooks
+
+    path = _scons_hooks.cache_copy_path(node)
+    if path is None or not os.path.isfile(path):
+        return None
+    try:
+        check_image(path, kind)
+        return None
+    except OSError:
+        return None
+    except OffloadError:
+        pass
+    try:
+        os.remove(path)
+    except OSError as rm:
+        return printable(f"its CacheDir copy {path} is damaged too and could not be removed "
+                         f"({rm.strerror or rm}): remove it, or each build fetches it again")
+    return printable(f"its CacheDir copy {path} was damaged too and is removed")
+
+
 def _check_device_sources(target, source, env) -> int:
     failed = 0
     for s in source:
         kind = device_kind(s)
         if kind is None:
             continue
-        problem = check_device_object(str(s), kind, built=s.has_builder())
+        built = s.has_builder()
+        problem = check_device_object(str(s), kind, built=built)
         if problem:
-            sys.stderr.write(f"offload: error: {problem}\n")
+            cache = drop_damaged_cache_copy(s, kind) if built else None
+            sys.stderr.write(f"offload: error: {problem}{'; ' + cache if cache else ''}\n")
             failed = 1
     return failed
 
@@ -156,6 +192,7 @@ def with_device_check(act) -> SCons.Action.ListAction:
     (`offload_tool.ops.integrity`: headers and tables only, microseconds per object): the bundle
     of HIP code objects, nvcc's fat binary of cubins and PTX, the package of clang device
     objects, the device link of bitcode. A damaged one stops the step with one line naming it
-    and is removed (`check_device_object`), so the next build remakes it; the step's signature
-    is the one of `act` alone."""
+    and is removed (`check_device_object`), and so is its `CacheDir` copy when that is damaged
+    too (`drop_damaged_cache_copy`), so the next build remakes it; the step's signature is the
+    one of `act` alone."""
     return SCons.Action.ListAction([DEVICE_CHECK_ACTION, act])

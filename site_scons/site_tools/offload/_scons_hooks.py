@@ -40,6 +40,7 @@ Each hook here
 | `build_roots`, `out_of_date_actions`, `decided_up_to_date`, `action_key` | `default_ans`, `get_default_fs`, node states, `changed(allowcache=True)`, `get_executor()` | progress | the total is unknown: `[ n/?]` |
 | `action_sources` | `node.get_executor()` | build report | the node's own `sources` |
 | `reading_sconscripts` | `SCons.Script.sconscript_reading` | group signatures (`_signatures`) | SCons computes every signature itself (slower null builds) |
+| `cache_copy_path` | an environment's `get_CacheDir()`, its `cachepath(node)` (from the node's `get_cachedir_bsig()`) | a damaged device object's `CacheDir` copy is dropped (`_consume`) | the copy stays: each clean build fetches it again and stops, until the user empties the cache |
 | `compilation_db_record` | `compilation_db`'s `make_emit_compilation_DB_entry` (4.5-4.8), `__COMPILATION_DB_ENTRIES` (later) | our compiles in `compile_commands.json` | they are left out of it |
 
 Tested with the oldest SCons supported (tests/test_scons_min_version.py) and the newest installed,
@@ -62,6 +63,7 @@ INTERNAL_NAMES = frozenset({
     "BuildTask", "ProgressObject", "sconscript_reading", "default_ans", "get_default_fs", "subprocess_spawn",
     "compilation_db", "make_emit_compilation_DB_entry", "Taskmaster", "Executor", "get_executor", "get_state",
     "up_to_date", "pending", "executed", "allowcache", "disambiguate", "always_build", "prerequisites", "cached",
+    "get_CacheDir", "cachepath", "get_cachedir_bsig",
 })
 
 
@@ -306,6 +308,37 @@ def reading_sconscripts() -> bool:
         degraded("signature memo off", "no SCons.Script.sconscript_reading; SCons signs each node itself")
         return True
     return bool(reading)
+
+
+# --------------------------------------------------------------------------------------------
+# CacheDir
+
+def cache_copy_path(node) -> str | None:
+    """The file in which `CacheDir` keeps the copy of `node` that its current build signature
+    names (it may not exist), or None when the build has no `CacheDir` or this SCons cannot say
+    (said once).
+
+    Why: SCons fetches a target from the cache by its build signature and never looks at the
+    bytes, so a damaged copy there is fetched again by every clean build; the consumer that finds
+    it damaged needs its place in the cache to drop it. SCons documents `CacheDir()` and
+    `CACHEDIR_CLASS` but not where a node's copy lies: the environment's `get_CacheDir()` and
+    the cache's `cachepath(node)` answer it (SCons 4.5 to 4.11 alike)."""
+    try:
+        env = node.get_build_env()
+    except Exception:
+        return None
+    get = getattr(env, "get_CacheDir", None)
+    try:
+        cache = get() if supported() and callable(get) else None
+        where = getattr(cache, "cachepath", None)
+        if not callable(where):
+            raise AttributeError("no get_CacheDir().cachepath")
+        _folder, path = where(node)
+    except Exception as exc:
+        degraded("damaged CacheDir copies are not dropped",
+                 f"cannot ask this SCons where a node's CacheDir copy lies ({type(exc).__name__}: {exc})")
+        return None
+    return path if isinstance(path, str) and path else None
 
 
 # --------------------------------------------------------------------------------------------
