@@ -305,3 +305,28 @@ def test_manifest_size_budget(tmp_path):
     assert (p.root / "manifest.json").exists()
     bad = _scons(p, "budget=sm_75:lots", check=False)
     assert bad.returncode == 2 and "OFFLOAD_MAX_BYTES: --max-bytes: 'sm_75:lots'" in bad.stderr
+
+
+def test_a_new_builder_says_its_report_kind_where_it_is_made(tmp_path):
+    """A toy hidden builder made with the builder modules' factory declares its report kind and
+    that its target is a final binary, in that one call: the report records its action under that
+    kind (the label starts with the kind's word) and measures its target; a user's builder that
+    declares nothing is reported under its own name, lower case."""
+    p = Project(tmp_path)
+    p.write("SConstruct", """
+        env = Environment(tools=['default', 'offload'], OFFLOAD_CLANG='clang-19')
+        from offload import _builders
+        env['BUILDERS']['_OffloadToyStep'] = _builders.builder(action='cp $SOURCE $TARGET', report_kind='toy-step',
+                                                               final_binary=True)
+        env['BUILDERS']['Shout'] = Builder(action='tr a-z A-Z < $SOURCE > $TARGET')
+        env._OffloadToyStep('toy.out', 'toy.in')
+        env.Shout('loud.txt', 'toy.in')
+        """)
+    p.write("toy.in", "a toy\n")
+    _scons(p, "--offload-report=out/report.html")
+    r = json.loads((p.root / "out/report.json").read_text())
+    by_target = {a["targets"][0]: a for a in r["actions"]}
+    toy, shout = by_target["toy.out"], by_target["loud.txt"]
+    assert (toy["kind"], toy["builder"], toy["label"]) == ("toy-step", "_OffloadToyStep", "TOY-STEP toy.out")
+    assert (shout["kind"], shout["label"]) == ("shout", "SHOUT loud.txt")
+    assert [b["path"] for b in r["binaries"]] == ["toy.out"]

@@ -41,16 +41,28 @@ def action(com: str, varlist: list[str]) -> SCons.Action.Action:
 NO_COMMAND_DEPENDENCIES = {"IMPLICIT_COMMAND_DEPENDENCIES": 0}
 
 
-def builder(**kw) -> SCons.Builder.Builder:
-    """A hidden builder (`NO_COMMAND_DEPENDENCIES` applied to every call)."""
-    return SCons.Builder.Builder(**NO_COMMAND_DEPENDENCIES, **kw)
+def reported(b: SCons.Builder.Builder, report_kind: str = "", final_binary: bool = False) -> SCons.Builder.Builder:
+    """`b`, saying what its actions are in the build report (`_report` reads it from the node's
+    builder): their kind (`host-compile`, `device-link`, ...; a builder that says none is reported
+    under its own name, lower case, as a user's builder is), and whether its targets are final
+    binaries, whose device bytes per arch the report measures. Said where the builder is made, so
+    a new builder is one module."""
+    b.offload_report_kind = report_kind
+    b.offload_final_binary = final_binary
+    return b
 
 
-def group_builder(**kw) -> SCons.Builder.Builder:
+def builder(report_kind: str = "", final_binary: bool = False, **kw) -> SCons.Builder.Builder:
+    """A hidden builder (`NO_COMMAND_DEPENDENCIES` applied to every call); `report_kind` and
+    `final_binary`: what the build report makes of its actions (`reported`)."""
+    return reported(SCons.Builder.Builder(**NO_COMMAND_DEPENDENCIES, **kw), report_kind, final_binary)
+
+
+def group_builder(report_kind: str = "", **kw) -> SCons.Builder.Builder:
     """A hidden builder called only on a `group_env`, which carries `NO_COMMAND_DEPENDENCIES`
     itself: no per-call overrides, so its nodes keep the group's environment (and share one
     signature text, `_signatures`)."""
-    return SCons.Builder.Builder(**kw)
+    return reported(SCons.Builder.Builder(**kw), report_kind)
 
 
 class InProcessAction(_signatures.LinearSignature, SCons.Action.CommandAction):
@@ -98,7 +110,7 @@ def package_embed_builder(com: str, **kw) -> SCons.Builder.Builder:
     """A builder of `$<com>`, a `_package_embed.py` command (package + embed, run in-process);
     `kw` are the builder's naming (suffix, emitter)."""
     # The device objects it packages are checked first (`_consume.with_device_check`).
-    return builder(action=_consume.with_device_check(
+    return builder(report_kind="package+embed", action=_consume.with_device_check(
         InProcessAction("$" + com, PACKAGE_EMBED, _run_package_embed, cmdstr="$" + com + "STR",
                         varlist=LIBRARY_VARS + ["_OFFLOAD_PACKAGERFLAGS"])), **kw)
 

@@ -72,14 +72,15 @@ def _convert_emitter(target, source, env):
 
 def builders() -> dict:
     return {
-        "_OffloadBundle": builder(action=action("OFFLOAD_BUNDLECOM", LIBRARY_VARS)),
+        "_OffloadBundle": builder(action=action("OFFLOAD_BUNDLECOM", LIBRARY_VARS), report_kind="bundle"),
         "_OffloadUnbundle": builder(action=action("OFFLOAD_UNBUNDLECOM", LIBRARY_VARS),
-                                    emitter=_unbundle_emitter("")),
+                                    emitter=_unbundle_emitter(""), report_kind="unbundle"),
         "_OffloadUnbundleArchive": builder(action=action("OFFLOAD_UNBUNDLEARCHIVECOM", LIBRARY_VARS),
-                                           emitter=_unbundle_emitter(".a")),
+                                           emitter=_unbundle_emitter(".a"), report_kind="unbundle"),
+        # (it declares no report kind: the report names its actions after it, lower case)
         "_OffloadConvertArchive": builder(action=action("OFFLOAD_CONVERTCOM", LIBRARY_VARS),
                                           emitter=_convert_emitter),
-        "_OffloadManifest": builder(action=action("OFFLOAD_MANIFESTCOM", LIBRARY_VARS)),
+        "_OffloadManifest": builder(action=action("OFFLOAD_MANIFESTCOM", LIBRARY_VARS), report_kind="manifest"),
     }
 
 

@@ -139,15 +139,18 @@ def builders() -> dict:
         # (the bitcode it links is checked first: `_consume`)
         "_OffloadDeviceLink": builder(action=_consume.with_device_check(
                                           action("OFFLOAD_DEVICELINKCOM", COMPILER_VARS + LIBRARY_VARS)),
-                                      emitter=_devicelink_emitter),
+                                      emitter=_devicelink_emitter, report_kind="device-link"),
         "_OffloadLink": builder(action=action("OFFLOAD_LINKCOM", COMPILER_VARS),
-                                target_scanner=SCons.Scanner.Prog.ProgramScanner()),
+                                target_scanner=SCons.Scanner.Prog.ProgramScanner(), report_kind="link",
+                                final_binary=True),
         "_OffloadShLink": builder(action=action("OFFLOAD_SHLINKCOM", COMPILER_VARS),
-                                  target_scanner=SCons.Scanner.Prog.ProgramScanner()),
-        "_OffloadReloc": builder(action=action("OFFLOAD_RELOCCOM", COMPILER_VARS)),
-        "_OffloadAr": builder(action=action("OFFLOAD_ARCOM", [])),
+                                  target_scanner=SCons.Scanner.Prog.ProgramScanner(), report_kind="link",
+                                  final_binary=True),
+        "_OffloadReloc": builder(action=action("OFFLOAD_RELOCCOM", COMPILER_VARS), report_kind="relocatable-link"),
+        "_OffloadAr": builder(action=action("OFFLOAD_ARCOM", []), report_kind="archive", final_binary=True),
         "_OffloadLdScript": builder(action=SCons.Action.Action(_write_ldscript, "$OFFLOAD_LDSCRIPTCOMSTR",
-                                                               varlist=["_OFFLOAD_LDSCRIPT"])),
+                                                               varlist=["_OFFLOAD_LDSCRIPT"]),
+                                    report_kind="ldscript"),
     }
 
 

@@ -716,20 +716,20 @@ def _step_signature(cmd: str, nvcc_id: str) -> str:
 
 
 def builders() -> dict:
-    def b(comstr, emitter, scanner=_NOT_SCANNED, record=False, check=False):
+    def b(comstr, kind, emitter, scanner=_NOT_SCANNED, record=False, check=False):
         act = _StepAction("$_OFFLOAD_NVCCSTEPCOM", cmdstr="$" + comstr)
         if record:
             act = SCons.Action.ListAction([act, SCons.Action.Action(_record_arch_list_use, None)])
         if check:  # the cubins and PTX it takes, checked first (`_consume`)
             act = _consume.with_device_check(act)
-        return builder(action=act, emitter=emitter, source_scanner=scanner)
+        return builder(action=act, emitter=emitter, source_scanner=scanner, report_kind=kind)
 
     return {
-        "_OffloadNvccFrontEnd": b("OFFLOAD_NVCCFECOMSTR", _fe_emitter, SCons.Tool.CScanner, True),
-        "_OffloadNvccPreprocess": b("OFFLOAD_NVCCPPCOMSTR", _pp_emitter, SCons.Tool.CScanner, True),
-        "_OffloadNvccDevice": b("OFFLOAD_NVCCDEVICECOMSTR", _device_emitter),
-        "_OffloadNvccFatbinary": b("OFFLOAD_NVCCFATBINCOMSTR", _fatbin_emitter, check=True),
-        "_OffloadNvccHost": b("OFFLOAD_NVCCHOSTCOMSTR", _host_emitter),
+        "_OffloadNvccFrontEnd": b("OFFLOAD_NVCCFECOMSTR", "host-compile", _fe_emitter, SCons.Tool.CScanner, True),
+        "_OffloadNvccPreprocess": b("OFFLOAD_NVCCPPCOMSTR", "device-compile", _pp_emitter, SCons.Tool.CScanner, True),
+        "_OffloadNvccDevice": b("OFFLOAD_NVCCDEVICECOMSTR", "device-compile", _device_emitter),
+        "_OffloadNvccFatbinary": b("OFFLOAD_NVCCFATBINCOMSTR", "bundle", _fatbin_emitter, check=True),
+        "_OffloadNvccHost": b("OFFLOAD_NVCCHOSTCOMSTR", "host-compile", _host_emitter),
     }
 
 

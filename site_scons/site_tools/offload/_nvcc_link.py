@@ -119,11 +119,14 @@ def plan_for(env, o: dict, target=None, source=None) -> LinkPlan | None:
 def builders() -> dict:
     return {
         "_OffloadNvccNvlink": builder(action=_StepAction("$_OFFLOAD_NVCCDLINKSTEPCOM",
-                                                         cmdstr="$OFFLOAD_NVCCNVLINKCOMSTR")),
+                                                         cmdstr="$OFFLOAD_NVCCNVLINKCOMSTR"),
+                                      report_kind="device-link"),
         "_OffloadNvccDlinkSteps": builder(action=_StepAction("$_OFFLOAD_NVCCDLINKSTEPCOM",
-                                                             cmdstr="$OFFLOAD_NVCCDLINKCOMSTR")),
+                                                             cmdstr="$OFFLOAD_NVCCDLINKCOMSTR"),
+                                          report_kind="device-link"),
         "_OffloadNvccDlink": builder(action=SCons.Action.Action("$OFFLOAD_NVCCDLINKCOM", "$OFFLOAD_NVCCDLINKCOMSTR",
-                                                               varlist=["_OFFLOAD_NVCC_ID"])),
+                                                               varlist=["_OFFLOAD_NVCC_ID"]),
+                                     report_kind="device-link"),
     }
 
 

@@ -40,24 +40,9 @@ from ._report_page import HOST_GROUP, fmt_bytes
 
 SCHEMA = "offload-build-report/1"
 
-#: Hidden builder -> action kind in the report (anything else: the builder's own name, lower case).
-KINDS = {
-    "_OffloadHostCompile": "host-compile", "_OffloadDeviceCompile": "device-compile",
-    "_OffloadHostIR": "host-ir", "_OffloadHostBackend": "host-compile",
-    "_OffloadNvccCompile": "nvcc-compile", "_OffloadHipfb": "bundle", "_OffloadPackage": "package",
-    "_OffloadEmbed": "embed", "_OffloadPackageEmbed": "package+embed", "_OffloadCarrier": "package+embed",
-    "_OffloadDeviceLink": "device-link", "_OffloadLink": "link", "_OffloadShLink": "link",
-    "_OffloadReloc": "relocatable-link", "_OffloadAr": "archive", "_OffloadLdScript": "ldscript",
-    "_OffloadBundle": "bundle", "_OffloadUnbundle": "unbundle", "_OffloadUnbundleArchive": "unbundle",
-    "_OffloadManifest": "manifest",
-    # nvcc's steps on the per-arch graph (_nvcc, _nvcc_link)
-    "_OffloadNvccFrontEnd": "host-compile", "_OffloadNvccPreprocess": "device-compile",
-    "_OffloadNvccDevice": "device-compile", "_OffloadNvccFatbinary": "bundle", "_OffloadNvccHost": "host-compile",
-    "_OffloadNvccNvlink": "device-link", "_OffloadNvccDlinkSteps": "device-link", "_OffloadNvccDlink": "device-link",
-}
-#: Builders whose targets are final binaries: their device bytes per arch are measured.
-FINAL_BUILDERS = {"_OffloadLink", "_OffloadShLink", "_OffloadAr", "Program", "SharedLibrary", "LoadableModule",
-                  "StaticLibrary", "Library"}
+#: SCons's own builders whose targets are final binaries (the tool's say so themselves:
+#: `_builders.reported`): their device bytes per arch are measured.
+FINAL_BUILDERS = {"Program", "SharedLibrary", "LoadableModule", "StaticLibrary", "Library"}
 #: Kind -> the word the action's line starts with (its COMSTR), for labels.
 WORDS = {"host-ir": "HOSTIR", "host-compile": "HOST", "device-compile": "DEVICE", "nvcc-compile": "NVCC", "device-link": "DEVICELINK",
          "relocatable-link": "RELOCATABLE", "archive": "AR"}
@@ -160,7 +145,7 @@ class Recorder:
                    for r in _previous_records(os.path.splitext(self.path)[0] + ".json")
                    if r["targets"][0] in in_build and r["targets"][0] not in done]
         actions = current + earlier
-        finals = sorted({_path(n) for n in self.seen if _builder_name(n) in FINAL_BUILDERS})
+        finals = sorted({_path(n) for n in self.seen if _final_binary(n)})
         binaries = [measure_binary(p) for p in finals if os.path.isfile(p)]
         return {
             "schema": SCHEMA,
@@ -201,6 +186,15 @@ def _builder_name(node) -> str:
         return ""
 
 
+def _builder_says(node, what: str):
+    """What the node's builder says of itself for the report (`_builders.reported`), or None."""
+    return getattr(getattr(node, "builder", None), what, None)
+
+
+def _final_binary(node) -> bool:
+    return bool(_builder_says(node, "offload_final_binary")) or _builder_name(node) in FINAL_BUILDERS
+
+
 def _image_arch(node) -> str | None:
     image = getattr(node.attributes, "offload_image", None)
     return image.get("arch") if image else None
@@ -210,12 +204,13 @@ def describe(targets) -> dict:
     """The report fields of an action that do not depend on its timing."""
     t = targets[0]
     name = _builder_name(t)
-    kind = KINDS.get(name, name.lower() or "action")
+    # The kind its builder declares; a builder that declares none (a user's) is its name, lower case.
+    kind = _builder_says(t, "offload_report_kind") or name.lower() or "action"
     sources = _scons_hooks.action_sources(t)
     arch = _image_arch(t) or (_nvcc.step_arch(t.get_build_env()) if name.startswith("_OffloadNvcc") else None)
     if arch:
         archs = [arch]
-    elif name == "_OffloadNvccCompile":
+    elif kind == "nvcc-compile":
         archs = [str(a) for a in t.get_build_env().get("_OFFLOAD_NVCC_ARCHS") or []]
     else:  # a container of per-arch images (bundle, package) holds those archs
         archs = sorted({a for a in (_image_arch(s) for s in sources) if a})
