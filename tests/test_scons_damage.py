@@ -50,17 +50,17 @@ def _truncate(path, keep_mtime: bool) -> None:
         os.utime(path, (st.st_mtime + 5, st.st_mtime + 5))
 
 
-def _damage_and_recover(p: Project, damaged, program: str, require: str, keep_mtime: bool) -> None:
+def _damage_and_recover(p: Project, damaged, program: str, require: str, keep_mtime: bool, *args: str) -> None:
     assert damaged.exists(), sorted(str(x) for x in damaged.parent.iterdir())
     _truncate(damaged, keep_mtime)
-    cp = p.scons(check=False)
+    cp = p.scons(*args, check=False)
     out = cp.stdout + cp.stderr
     assert cp.returncode != 0, out
     errors = [line for line in out.splitlines() if line.startswith("offload: error:")]
     assert len(errors) == 1, out
     assert f"{damaged.relative_to(p.root)}: damaged device object" in errors[0], out
     assert not damaged.exists()  # removed: its node is out of date now
-    cp = p.scons()
+    cp = p.scons(*args)
     assert damaged.exists()
     cp = run_cli("tool", "verify", str(p.root / program), "--require", require)
     assert cp.returncode == 0, cp.stdout + cp.stderr
@@ -100,6 +100,22 @@ def test_truncated_openmp_device_object(tmp_path, name, keep_mtime):
         "src/main.c": OPENMP})
     p.scons()
     _damage_and_recover(p, p.root / "src" / name, "app", "sm_80,gfx90a", keep_mtime)
+
+
+@pytest.mark.parametrize("damaged, split", [("src/twice.o", "1"), ("scale.sm_80.dlink.cubin", "1"),
+                                            ("src/twice.o", "0")],
+                         ids=["nvlink-object", "dlink-cubin", "nvcc-dlink-object"])
+def test_truncated_nvcc_rdc_device_link_input(tmp_path, damaged, split):
+    """nvcc's device link of relocatable device code checks what it takes: an object of
+    `-rdc=true` code before nvlink (or the one `nvcc -dlink` when the graph is not split), a cubin
+    nvlink wrote before the link stub's fat binary. The damaged one is named and removed, and the
+    next build remakes it and links a program `verify` accepts."""
+    need_tool("nvcc")
+    need_tool("clang-19")  # the tool validates archs with clang's table
+    from test_scons_nvcc_rdc import MAIN, SCONSTRUCT, TWICE
+    p = Project(tmp_path / "p", {"SConstruct": SCONSTRUCT, "src/main.cu": MAIN, "src/twice.cu": TWICE})
+    p.scons(f"split={split}")
+    _damage_and_recover(p, p.root / damaged, "scale", "sm_80", True, f"split={split}")
 
 
 def _cache_copy(cache, target):

@@ -83,12 +83,49 @@ def check_before(env, targets) -> None:
 _DEVICE_SUFFIXES = {".co": "elf", ".cubin": "elf", ".ptx": "ptx"}
 
 
+#: The kind of an object nvcc compiled with relocatable device code (`offload_nvcc_rdc`), which
+#: its device link reads (`_nvcc_link`): a host ELF object whose fat binary holds the per-arch code.
+NVCC_RDC_OBJECT = "nvcc-rdc-object"
+
+
 def device_kind(node) -> str | None:
     """What `check_image` checks `node` as, or None when it is no per-arch device object (a host
     object, a host IR, a package)."""
-    if getattr(getattr(node, "attributes", None), "offload_image", None) is not None:
+    attributes = getattr(node, "attributes", None)
+    if getattr(attributes, "offload_image", None) is not None:
         return "auto"  # a clang device object: ELF (`.o`, `.co`) or bitcode (`.bc`), by its magic
+    if getattr(attributes, "offload_nvcc_rdc", None):
+        return NVCC_RDC_OBJECT  # an archive of such objects carries the mark too: see `_check`
     return _DEVICE_SUFFIXES.get(os.path.splitext(str(node))[1])
+
+
+def _check_nvcc_rdc_object(path: str) -> None:
+    """The object as ELF (`check_image`), then every fat binary in its `__nv_relfatbin` /
+    `.nv_fatbin` sections, headers and extents (the per-arch code nvlink takes from it). An
+    archive of such objects carries the same mark; it is not read member by member here (nvlink
+    reads it), as a static library may be large and is not a per-arch object."""
+    from offload_tool.formats.elf import read_sections
+    from offload_tool.formats.fatbin import FATBIN_SECTIONS, read_fatbins
+    from offload_tool.ops.integrity import check_image
+
+    with open(path, "rb") as f:
+        data = f.read()
+    if data.startswith(b"!<arch>\n"):
+        return
+    check_image(data, "elf", name=path)
+    for sec in read_sections(data):
+        if sec.name in FATBIN_SECTIONS and sec.size:
+            read_fatbins(sec.data)
+
+
+def _check(path: str, kind: str) -> None:
+    """Raise an `OffloadError` when the file at `path` is damaged as `kind`."""
+    from offload_tool.ops.integrity import check_image
+
+    if kind == NVCC_RDC_OBJECT:
+        _check_nvcc_rdc_object(path)
+    else:
+        check_image(path, kind)
 
 
 def check_device_object(path: str, kind: str, built: bool = True) -> str | None:
@@ -102,11 +139,10 @@ def check_device_object(path: str, kind: str, built: bool = True) -> str | None:
     consumes it. A file no step of the build makes (a source the user wrote or copied in) is
     never removed, only named."""
     from offload_tool.errors import OffloadError
-    from offload_tool.ops.integrity import check_image
     from offload_tool.printable import printable
 
     try:
-        check_image(path, kind)
+        _check(path, kind)
     except OSError:
         return None  # missing or unreadable: the consuming step says so in its own words
     except OffloadError as exc:
@@ -132,7 +168,6 @@ def drop_damaged_cache_copy(node, kind: str) -> str | None:
     object and pushes a whole one. A whole copy is kept: the target was damaged after it was
     fetched, and fetching it again mends it."""
     from offload_tool.errors import OffloadError
-    from offload_tool.ops.integrity import check_image
     from offload_tool.printable import printable
 
     from . import _scons_hooks
@@ -141,7 +176,7 @@ def drop_damaged_cache_copy(node, kind: str) -> str | None:
     if path is None or not os.path.isfile(path):
         return None
     try:
-        check_image(path, kind)
+        _check(path, kind)
         return None
     except OSError:
         return None
@@ -191,8 +226,9 @@ def with_device_check(act) -> SCons.Action.ListAction:
     """`act` preceded by the structural check of the per-arch device objects among its sources
     (`offload_tool.ops.integrity`: headers and tables only, microseconds per object): the bundle
     of HIP code objects, nvcc's fat binary of cubins and PTX, the package of clang device
-    objects, the device link of bitcode. A damaged one stops the step with one line naming it
-    and is removed (`check_device_object`), and so is its `CacheDir` copy when that is damaged
-    too (`drop_damaged_cache_copy`), so the next build remakes it; the step's signature is the
-    one of `act` alone."""
+    objects, the device link of bitcode, nvcc's device link of relocatable device code (its
+    objects for nvlink or `nvcc -dlink`, the linked cubins for the link stub's fat binary). A
+    damaged one stops the step with one line naming it and is removed (`check_device_object`),
+    and so is its `CacheDir` copy when that is damaged too (`drop_damaged_cache_copy`), so the
+    next build remakes it; the step's signature is the one of `act` alone."""
     return SCons.Action.ListAction([DEVICE_CHECK_ACTION, act])

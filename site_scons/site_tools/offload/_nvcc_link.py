@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import SCons.Action
 
-from . import _archs, _nvcc
+from . import _archs, _consume, _nvcc
 from ._builders import builder, pic_overrides, settings
 from ._nvcc import Step, _Shape, _command, _is_host_cc, _intermediates, _StepAction, _step_signature, _word
 
@@ -117,15 +117,19 @@ def plan_for(env, o: dict, target=None, source=None) -> LinkPlan | None:
 # The graph
 
 def builders() -> dict:
+    # Each step first checks the device code it takes (`_consume.with_device_check`): nvlink and
+    # the one `nvcc -dlink` read the objects' relocatable device code, the fat binary step the
+    # cubins nvlink wrote; none of them would say which input was damaged.
+    check = _consume.with_device_check
     return {
-        "_OffloadNvccNvlink": builder(action=_StepAction("$_OFFLOAD_NVCCDLINKSTEPCOM",
-                                                         cmdstr="$OFFLOAD_NVCCNVLINKCOMSTR"),
+        "_OffloadNvccNvlink": builder(action=check(_StepAction("$_OFFLOAD_NVCCDLINKSTEPCOM",
+                                                               cmdstr="$OFFLOAD_NVCCNVLINKCOMSTR")),
                                       report_kind="device-link"),
-        "_OffloadNvccDlinkSteps": builder(action=_StepAction("$_OFFLOAD_NVCCDLINKSTEPCOM",
-                                                             cmdstr="$OFFLOAD_NVCCDLINKCOMSTR"),
+        "_OffloadNvccDlinkSteps": builder(action=check(_StepAction("$_OFFLOAD_NVCCDLINKSTEPCOM",
+                                                                   cmdstr="$OFFLOAD_NVCCDLINKCOMSTR")),
                                           report_kind="device-link"),
-        "_OffloadNvccDlink": builder(action=SCons.Action.Action("$OFFLOAD_NVCCDLINKCOM", "$OFFLOAD_NVCCDLINKCOMSTR",
-                                                               varlist=["_OFFLOAD_NVCC_ID"]),
+        "_OffloadNvccDlink": builder(action=check(SCons.Action.Action(
+            "$OFFLOAD_NVCCDLINKCOM", "$OFFLOAD_NVCCDLINKCOMSTR", varlist=["_OFFLOAD_NVCC_ID"])),
                                      report_kind="device-link"),
     }
 
