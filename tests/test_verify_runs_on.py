@@ -28,6 +28,13 @@ from offload_tool.ops.verify import verify_buffer
     ("sass", "sm_87", 89, False),
     ("sass", "sm_72", 72, True),
     ("sass", "sm_70", 72, False),
+    ("sass", "sm_50", 53, False),    # desktop SASS never on Tegra (X1, X2, K1) ...
+    ("sass", "sm_60", 62, False),
+    ("sass", "sm_30", 32, False),
+    ("sass", "sm_53", 53, True),     # ... Tegra SASS on its own SM only
+    ("sass", "sm_53", 60, False),
+    ("sass", "sm_110", 110, True),
+    ("sass", "sm_101", 103, False),
     ("sass", "sm_90a", 90, True),    # arch-specific: exactly its SM
     ("sass", "sm_100a", 103, False),
     ("sass", "sm_100f", 100, True),  # family-specific: same major, minor >= Y
@@ -39,7 +46,8 @@ from offload_tool.ops.verify import verify_buffer
     ("ptx", "sm_80", 80, True),      # PTX compute_80: JIT for compute capability >= 8.0
     ("ptx", "sm_80", 90, True),
     ("ptx", "sm_80", 120, True),
-    ("ptx", "sm_80", 87, True),
+    ("ptx", "sm_80", 87, True),      # PTX is JIT-compiled for Tegra too
+    ("ptx", "sm_50", 53, True),
     ("ptx", "sm_90", 89, False),
     ("ptx", "sm_90a", 90, True),
     ("ptx", "sm_90a", 100, False),

@@ -5,10 +5,14 @@ The rules, from NVIDIA's and LLVM's documented compatibility:
 NVIDIA (a GPU is `sm_XY`: compute capability X.Y, `sm_100` is 10.0, `sm_121` is 12.1):
 
 * SASS (a cubin) for `sm_XY` runs on `sm_XZ` with Z >= Y: binary compatibility holds within a
-  major revision, upwards only (CUDA Programming Guide, "Binary Compatibility").  NVIDIA does not
-  support it on Tegra, nor between Tegra and desktop GPUs, so SASS for a Tegra SM (`sm_53`,
-  `sm_62`, `sm_72`, `sm_87`, `sm_101`, `sm_110`) runs only on that SM and desktop SASS does not
-  run on a Tegra SM.
+  major revision, upwards only (CUDA C++ Programming Guide, "Binary Compatibility",
+  https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility).  The
+  same section limits that promise to desktop GPUs: it is not given on Tegra (integrated, Jetson
+  and DRIVE) GPUs, nor from desktop to Tegra or back.  So SASS for a Tegra SM (`TEGRA_SMS`:
+  `sm_32`, `sm_53`, `sm_62`, `sm_72`, `sm_87`, `sm_101`, `sm_110`) is taken to run only on that
+  very SM, and desktop SASS never on a Tegra SM (`sm_80` SASS does not run on Orin's `sm_87`,
+  `sm_50` SASS not on `sm_53`).  PTX is not binary code: the driver compiles it for a Tegra GPU
+  as for any other (below).
 * Arch-specific SASS `sm_XYa` (`sm_90a`, `sm_100a`: features that later GPUs need not have)
   runs only on exactly `sm_XY`.
 * Family-specific SASS `sm_XYf` (CUDA 12.9+) runs on the GPUs of its family, the same major X
@@ -63,8 +67,9 @@ GENERIC_PROCESSORS: dict[str, tuple[str, ...]] = {
 }
 
 #: Tegra (integrated) SMs: NVIDIA's binary compatibility does not hold on them or between them and
-#: desktop GPUs (sm_101 is Thor as CUDA 12.8/12.9 named it; CUDA 13 calls it sm_110).
-TEGRA_SMS = frozenset({53, 62, 72, 87, 101, 110})
+#: desktop GPUs. Tegra K1 3.2, X1 5.3, X2 6.2, Xavier 7.2, Orin 8.7, Thor 10.1 as CUDA 12.8/12.9
+#: named it and 11.0 as CUDA 13 does.
+TEGRA_SMS = frozenset({32, 53, 62, 72, 87, 101, 110})
 
 _FEATURES = ("sramecc", "xnack")
 _FEATURE_WORDS = {"xnack": "XNACK", "sramecc": "SRAMECC"}
