@@ -15,7 +15,9 @@ FOLDER holds LLVM test files (`clang/test/Driver/clang-offload-bundler*.c`,
 with lit's substitutions (`%s`, `%t`, `%T`, `%S`, `%clang`, `%clangxx`, `%itanium_abi_triple`,
 `%errc_ENOENT`) and, first on `PATH`, a folder of wrappers naming the tools under test:
 `clang-offload-bundler`, `clang-offload-packager` and `llvm-offload-binary` (the packager's name
-in later releases) run ours (`python -m offload_tool.cli.bundler` / `.packager`) or LLVM's; every
+in later releases) run ours (Python scripts by those names calling `offload_tool.cli.bundler` /
+`.packager`'s `main`, as the installed entry points do, so messages carry the tool's name) or
+LLVM's; every
 other tool (`FileCheck`, `not`, `clang`, `llvm-ar`, `obj2yaml`, ...) is LLVM's from `--llvm-bin`.
 A file passes as lit passes it: every RUN line exits 0. Printed: per file, the first failing line
 of each side; then passed/total files and RUN lines for both sides and our ratio to LLVM's (the
@@ -72,13 +74,14 @@ def wrappers(folder: Path, side: str, llvm_bin: Path) -> None:
     """Scripts named as the tools under test, running ours or LLVM's."""
     folder.mkdir(parents=True, exist_ok=True)
     for name, (module, llvm_name) in TOOLS.items():
-        if side == "ours":
-            body = (f"PYTHONPATH={shlex.quote(str(REPO))}${{PYTHONPATH:+:$PYTHONPATH}} "
-                    f"exec {shlex.quote(sys.executable)} -m offload_tool.cli.{module} \"$@\"")
-        else:
-            body = f"exec {shlex.quote(str(llvm_bin / llvm_name))} \"$@\""
         w = folder / name
-        w.write_text("#!/bin/sh\n" + body + "\n")
+        if side == "ours":
+            # A Python script by the tool's name, as the installed entry point is: the CLI names
+            # itself after argv[0] in its messages, as LLVM's tools do.
+            w.write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(REPO)!r})\n"
+                         f"from offload_tool.cli.{module} import main\nsys.exit(main())\n")
+        else:
+            w.write_text(f"#!/bin/sh\nexec {shlex.quote(str(llvm_bin / llvm_name))} \"$@\"\n")
         w.chmod(0o755)
 
 
