@@ -8,7 +8,8 @@ PACKAGES=(clang-19 clang-tools-19 lld-19 llvm-19 libomp-19-dev
           chromium                            # tests/test_scons_insight.py renders the build report
           clang-22 clang-tools-22 lld-22 llvm-22
           hipcc rocm-device-libs
-          ccache sccache distcc redis-server)   # tests/test_scons_launchers.py
+          ccache sccache distcc redis-server    # tests/test_scons_launchers.py
+          bubblewrap)                           # sandbox of sccache-dist's build servers (tests/sccache_dist_cluster.py)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
