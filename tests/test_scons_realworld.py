@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import need_tool, run, run_cli
+from conftest import inspect_json, need_tool, run, run_cli
 from scons_samples import CUDA_DECLS
 from scons_helpers import Project, actions, counts, device_archs, run_built
 
@@ -386,6 +386,45 @@ def test_a_way_of_building_is_one_flavour_and_one_record(tmp_path):
     dynamic = subprocess.run(["readelf", "-d", str(p.root / "app")], capture_output=True, text=True).stdout
     assert "/toy/flavour/lib" in dynamic
     assert "-lm" in (p.root / "lib/libtoy.a").read_text()
+
+
+HIP_SPIRV_SRC = """#ifdef __HIP_DEVICE_COMPILE__
+#define __global__ __attribute__((global))
+#else
+#include <hip/hip_runtime.h>
+#endif
+__global__ void k(int *p) { *p = 1; }
+"""
+
+
+def test_hip_on_spirv_is_one_flavour_one_record_and_its_arch_rule(tmp_path):
+    """A toy HIP on SPIR-V from the SConstruct: `amdgcnspirv` as a vendor of its own (one arch
+    rule), a flavour on clang's per-arch graph, and a language record built for that vendor. Its
+    source gets one device compile, for `amdgcnspirv` only, packaged with the SPIR-V triple; the
+    OpenMP source beside it, whose vendors are NVIDIA and AMD, is no longer built for it (the
+    rule took it from AMD's archs). clang 19 compiles HIP for `amdgcnspirv` to bitcode (the new
+    driver with relocatable device code); it cannot make SPIR-V itself (no `llvm-spirv`), so
+    nothing is linked. The device compile names neither the GPU headers nor libraries, which
+    clang 19 cannot compile for SPIR-V."""
+    need_tool("clang-19")
+    p = Project(tmp_path)
+    p.write("SConstruct", _sconstruct(
+        "env.OffloadAddArchs('amd-spirv', ['amdgcnspirv'], triple='spirv64-amd-amdhsa')\n"
+        "env.OffloadAddFlavour('hip-spirv-clang', link_flags=['-lamdhip64'], library_inputs=['-lamdhip64'])\n"
+        "env.OffloadAddLanguage('hip-spirv', suffixes=['.hipspv'], offload_kind='hip', vendors=['amd-spirv'],\n"
+        "    host_flags='-x hip --offload-new-driver -fgpu-rdc -Xclang -cuid=$_OFFLOAD_CUID $_OFFLOAD_ROCMFLAGS',\n"
+        "    device_flags='-x hip --offload-new-driver -fgpu-rdc -Xclang -cuid=$_OFFLOAD_CUID -nogpuinc -nogpulib',\n"
+        "    flavours=[('clang', 'hip-spirv-clang')])\n"
+        "env.OffloadObject('src/k.hipspv')\n"
+        "env.OffloadObject('src/a.c')",
+        "OFFLOAD_CLANG='clang-19', OFFLOAD_ARCHS=['sm_80', 'amdgcnspirv']"))
+    p.write("src/k.hipspv", HIP_SPIRV_SRC)
+    p.write("src/a.c", OMP_SRC)
+    cp = p.scons()
+    assert sorted((kind, rest.split()[0], rest.split()[-1]) for kind, rest in actions(cp) if kind == "DEVICE") == [
+        ("DEVICE", "amdgcnspirv", "src/k.hipspv"), ("DEVICE", "sm_80", "src/a.c")]
+    images = [(i["triple"], i["arch"], i["image_kind"]) for i in inspect_json(p.root / "src/k.o")]
+    assert images == [("spirv64-amd-amdhsa", "amdgcnspirv", "llvm ir")]
 
 
 def test_a_language_is_one_record(tmp_path):

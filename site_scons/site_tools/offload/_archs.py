@@ -1,6 +1,10 @@
 """`OFFLOAD_ARCHS` validation and the per-language arch selection.
 
-Languages themselves are records in `_languages`; this module only knows archs.
+Languages themselves are records in `_languages`; this module only knows archs: which vendor an
+arch belongs to (a language is built for the archs of its vendors) and its device triple, by a
+table of rules (`RULES`): NVIDIA's and AMD's as `offload_tool.rules.target_id` knows them, and
+any a way of building adds (`add_rule`, `env.OffloadAddArchs`: `amdgcnspirv` as a vendor of its
+own for HIP on SPIR-V, `spirv64` for a SYCL-like language).
 
 Validation runs when a builder is called, i.e. while the SConscripts are read, so a bad arch
 fails before anything is built. The canonical forms come from `offload_tool.rules.target_id`, which
@@ -8,7 +12,10 @@ mirrors clang's own rules (aliases, feature order, conflicts)."""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import re
+from typing import Callable
 
 import SCons.Errors
 import SCons.Util
@@ -19,6 +26,62 @@ _memo: dict[tuple, list[str]] = {}
 
 #: The newest LLVM whose arch tables the library knows: what makes an arch an arch at all.
 NEWEST_LLVM = 22
+
+
+@dataclasses.dataclass(frozen=True)
+class ArchRule:
+    """The offload archs of one vendor: which archs (`claims`, asked of a canonical arch) and the
+    device triple of each. `added`: a rule a way of building added, which names its archs exactly
+    (no target features) and vouches for them whatever the clang in use."""
+
+    vendor: str
+    claims: Callable[[str], bool]
+    triple: Callable[[str], str]
+    added: bool = False
+
+
+@functools.lru_cache(maxsize=None)
+def _library_vendor(arch: str) -> str | None:
+    from offload_tool.rules import target_id
+    return target_id.offload_arch_vendor(arch, NEWEST_LLVM)
+
+
+def _library_triple(arch: str) -> str:
+    from offload_tool.rules import target_id
+    return target_id.offload_triple(arch, NEWEST_LLVM)
+
+
+#: The rules, the first that claims an arch deciding; added rules come before the library's.
+RULES: list[ArchRule] = [ArchRule("nvidia", lambda a: _library_vendor(a) == "nvidia", _library_triple),
+                         ArchRule("amd", lambda a: _library_vendor(a) == "amd", _library_triple)]
+
+
+def add_rule(vendor: str, archs, triple: str) -> ArchRule:
+    """Archs (exact names) that are `vendor`'s, with their device triple, ahead of the rules
+    already known: `add_rule('amd-spirv', ['amdgcnspirv'], 'spirv64-amd-amdhsa')` takes
+    `amdgcnspirv` from AMD's archs (a language of vendor `amd` no longer builds it) for a language
+    whose vendors name `amd-spirv`."""
+    names = frozenset(archs)
+    rule = ArchRule(vendor, names.__contains__, lambda a: triple, added=True)
+    RULES.insert(0, rule)
+    _memo.clear()
+    return rule
+
+
+def OffloadAddArchs(env, vendor: str, archs, triple: str) -> ArchRule:
+    """`env.OffloadAddArchs('amd-spirv', ['amdgcnspirv'], triple='spirv64-amd-amdhsa')`: archs of a
+    vendor of their own (see `add_rule`), which a language record names in its `vendors`."""
+    return add_rule(str(vendor), [str(a) for a in SCons.Util.flatten([archs])], str(triple))
+
+
+def rule_of(arch: str) -> ArchRule | None:
+    """The rule an arch (canonical, not PTX only) belongs to, or None."""
+    return next((r for r in RULES if r.claims(arch)), None)
+
+
+def _added(arch: str) -> bool:
+    rule = rule_of(arch)
+    return rule is not None and rule.added
 
 
 def raw_archs(env) -> list[str]:
@@ -82,6 +145,8 @@ def canonical_arch(arch: str, llvm_version: int, var: str) -> str:
             return "compute_" + canonical_arch(f"sm_{m.group(1)}", llvm_version, var)[3:]
         except SCons.Errors.UserError:
             raise SCons.Errors.UserError(f"offload: {var}: '{arch}': no NVIDIA arch sm_{m.group(1)}") from None
+    if _added(arch):
+        return arch
 
     try:
         canon = target_id.canonical_offload_arch(arch, llvm_version=llvm_version)
@@ -92,7 +157,8 @@ def canonical_arch(arch: str, llvm_version: int, var: str) -> str:
             canon = target_id.canonical_offload_arch(arch, llvm_version=NEWEST_LLVM)
         except OffloadError:
             raise SCons.Errors.UserError(f"offload: {var}: '{arch}': {exc}") from None
-    v = target_id.offload_arch_vendor(canon, NEWEST_LLVM)
+    rule = rule_of(canon)
+    v = rule.vendor if rule else None
     if v is None:
         raise SCons.Errors.UserError(
             f"offload: {var}: '{arch}' is neither an NVIDIA (sm_*) nor an AMD (gfx*) offload arch")
@@ -107,29 +173,39 @@ def is_offload_arch_file_part(part: str) -> bool:
     """True when `part` is an offload arch as `file_safe` writes it (`sm_80`, `gfx90a_xnack+`)."""
     from offload_tool.rules import target_id
 
+    if _added(part):
+        return True
     arch = part.replace("_", ":")
     if arch.startswith("sm:"):
         arch = "sm_" + arch[3:]
     try:
-        return target_id.offload_arch_vendor(target_id.canonical_offload_arch(arch, llvm_version=NEWEST_LLVM),
-                                             NEWEST_LLVM) is not None
+        return rule_of(target_id.canonical_offload_arch(arch, llvm_version=NEWEST_LLVM)) is not None
     except (OffloadError, TypeError):
         return False
 
 
-def vendor(arch: str) -> str:
-    from offload_tool.rules import target_id
-    return "nvidia" if ptx_only(arch) else target_id.offload_arch_vendor(arch, NEWEST_LLVM)
+def vendor(arch: str) -> str | None:
+    """The vendor of a canonical arch (`RULES`); a PTX-only arch is NVIDIA's."""
+    if ptx_only(arch):
+        return "nvidia"
+    rule = rule_of(arch)
+    return rule.vendor if rule else None
 
 
 def triple(arch: str) -> str:
-    from offload_tool.rules import target_id
-    return target_id.offload_triple("sm_" + arch[8:] if ptx_only(arch) else arch, NEWEST_LLVM)
+    """The device triple of a canonical arch (a PTX-only arch: its SASS arch's)."""
+    if ptx_only(arch):
+        arch = "sm_" + arch[8:]
+    rule = rule_of(arch)
+    return rule.triple(arch) if rule else _library_triple(arch)
 
 
 def known_to(arch: str, llvm_version: int) -> bool:
-    """Whether a clang of `llvm_version` knows `arch` (a canonical arch, not PTX only)."""
+    """Whether a clang of `llvm_version` knows `arch` (a canonical arch, not PTX only; an added
+    rule's archs are its own: they are taken as known)."""
     from offload_tool.rules import target_id
+    if _added(arch):
+        return True
     try:
         target_id.canonical_offload_arch(arch, llvm_version=llvm_version)
         return True

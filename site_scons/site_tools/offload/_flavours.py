@@ -14,7 +14,8 @@ its objects need at link time (a final link, and a static library's ld script).
 A `Language` record names its flavours by compiler (`Language.flavours`; HIP's new-driver fields
 name the packaged one), and the compiler the environment asks for picks one (`flavour_for`).
 Another way of building (SYCL, HIP on SPIR-V) is one more flavour (`register`, or
-`env.OffloadAddFlavour`) and one more language record naming it."""
+`env.OffloadAddFlavour`) and one more language record naming it; archs of a vendor of their own
+(`amdgcnspirv`) are one arch rule (`_archs.add_rule`, `env.OffloadAddArchs`)."""
 
 from __future__ import annotations
 

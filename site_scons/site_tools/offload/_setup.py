@@ -8,10 +8,10 @@ import os
 import SCons
 import SCons.Errors
 
-from . import (_bundling, _compile, _flavours, _languages, _link, _nvcc, _nvcc_link, _objects, _progress, _report,
-               _settings_check, _toolchain, _variables)
+from . import (_archs, _bundling, _compile, _dist, _flavours, _languages, _link, _nvcc, _nvcc_link, _objects, _progress,
+               _report, _settings_check, _toolchain, _variables)
 from ._scons_hooks import MIN_SCONS, scons_version
-BUILDER_MODULES = (_compile, _objects, _link, _bundling, _nvcc, _nvcc_link)
+BUILDER_MODULES = (_compile, _objects, _link, _bundling, _nvcc, _nvcc_link, _dist)
 
 
 def _library_pythonpath() -> str:
@@ -46,6 +46,7 @@ def generate(env, **kw) -> None:
             env.AddMethod(_settings_check.user_frames(fn), fn.__name__)
     env.AddMethod(_settings_check.user_frames(_languages.OffloadAddLanguage), "OffloadAddLanguage")
     env.AddMethod(_settings_check.user_frames(_flavours.OffloadAddFlavour), "OffloadAddFlavour")
+    env.AddMethod(_settings_check.user_frames(_archs.OffloadAddArchs), "OffloadAddArchs")
     # Build insight: action lines with their position, and the cost report (opt-in).
     _progress.install(env)
     _report.install(env)
