@@ -14,8 +14,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import shlex
-import subprocess
 import sys
 
 import SCons.Errors
@@ -118,7 +116,7 @@ class _DeviceCompileAction(_CompileAction):
         if host_ir is None or len(cmd_list) != 1 or not source:
             return cmd_list, ignore, silent
         penv = _toolchain.build_env(env)
-        jobs = _host_ir.device_jobs(_argv_as_run(cmd_list[0], env, penv), str(source[0]), str(target[0]),
+        jobs = _host_ir.device_jobs(_toolchain.argv_as_run(cmd_list[0], env, penv), str(source[0]), str(target[0]),
                                     str(host_ir), penv)
         if jobs is None:
             return cmd_list, ignore, silent
@@ -139,18 +137,6 @@ class _DeviceCompileAction(_CompileAction):
 
 
 _SHELL_SPECIAL = set(" \t\n\"'\\$`;&|<>()*?[]{}~#!")
-
-
-def _argv_as_run(cmd, env, penv: dict) -> list[str]:
-    """The arguments the compiler gets when SCons runs the command line `cmd` (a substituted
-    list): SCons escapes each word and hands the line to the shell, which removes the quoting
-    (`CPPDEFINES=[('VERSION', '\\\\"1.0\\\\"')]` reaches the compiler as `-DVERSION="1.0"`). The
-    shell itself splits a line that expands something (`$`, a backquote); `shlex` the others."""
-    line = " ".join(map(str, SCons.Subst.escape_list(cmd, env["ESCAPE"])))
-    if "$" not in line and "`" not in line:
-        return shlex.split(line)
-    run = subprocess.run(["/bin/sh", "-c", 'printf "%s\\0" ' + line], capture_output=True, env=penv, timeout=60)
-    return run.stdout.decode("utf-8", "surrogateescape").split("\0")[:-1]
 
 
 def _quoted(arg: str):

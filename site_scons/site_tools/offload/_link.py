@@ -18,7 +18,7 @@ import SCons.Action
 import SCons.Scanner.Prog
 import SCons.Util
 
-from . import _archs, _compile, _flavours, _languages, _libraries, _nvcc_link, _objects, _settings_check, _variables
+from . import _archs, _compile, _dist, _flavours, _languages, _libraries, _nvcc_link, _objects, _settings_check, _variables
 from . import _consume
 from ._archs import archs_for, file_safe
 from ._builders import (COMPILER_VARS, LIBRARY_VARS, PACKAGE_EMBED, action, builder, canonical, cleaning, node,
@@ -246,7 +246,11 @@ def _split_parts(env, n, kw, pic):
     device code)."""
     if _languages.is_offload_source(n):
         flavour, lang, archs = _objects.source_flavour(env, n, kw)
-        return flavour.split_parts(env, n, lang, archs, kw, pic) if flavour.split_device_link else "keep"
+        if not flavour.split_device_link:
+            return "keep"
+        host, devices = flavour.split_parts(env, n, lang, archs, kw, pic)
+        _dist.attach(settings(env, kw), [host, *devices.values()], flavour.name)
+        return host, devices
     flavour = _flavours.of_node(n)
     if flavour is None:
         return None

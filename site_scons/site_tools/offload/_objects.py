@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import SCons.Util
 
-from . import _flavours, _languages, _openmp_sources, _settings_check
+from . import _dist, _flavours, _languages, _openmp_sources, _settings_check
 from ._archs import archs_for
 from ._builders import canonical, node, nodes, registry, settings, stem, wants
 from ._compile import object_suffix
@@ -44,6 +44,7 @@ def offload_object(env, s, target, kw, pic=False):
         for n in made:
             n.attributes.offload_lang = lang.name
             n.attributes.offload_flavour = flavour.name
+        _dist.attach(senv, made, flavour.name)
         return made
 
     return registry.get(env, fat.get_abspath(), "object",
@@ -58,6 +59,7 @@ def _checked_flavour(env, senv, s, lang, archs, kw):
     _flavours.check_archs(senv, archs, flavour, lang, s)
     _settings_check.check(env, kw, senv)
     flavour.check(senv)
+    _dist.say(senv, flavour.name)
     return flavour
 
 

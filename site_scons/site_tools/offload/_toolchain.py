@@ -16,9 +16,11 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import shlex
 import subprocess
 
 import SCons.Errors
+import SCons.Subst
 import SCons.Util
 
 from . import _probe_cache
@@ -319,3 +321,15 @@ def hip_default_driver(env, command: str) -> str | None:
         else:
             _HIP_DRIVERS[key] = None
     return _HIP_DRIVERS[key]
+
+
+def argv_as_run(cmd, env, penv: dict) -> list[str]:
+    """The arguments the compiler gets when SCons runs the command line `cmd` (a substituted
+    list): SCons escapes each word and hands the line to the shell, which removes the quoting
+    (`CPPDEFINES=[('VERSION', '\\\\"1.0\\\\"')]` reaches the compiler as `-DVERSION="1.0"`). The
+    shell itself splits a line that expands something (`$`, a backquote); `shlex` the others."""
+    line = " ".join(map(str, SCons.Subst.escape_list(cmd, env["ESCAPE"])))
+    if "$" not in line and "`" not in line:
+        return shlex.split(line)
+    run = subprocess.run(["/bin/sh", "-c", 'printf "%s\\0" ' + line], capture_output=True, env=penv, timeout=60)
+    return run.stdout.decode("utf-8", "surrogateescape").split("\0")[:-1]

@@ -12,7 +12,7 @@ import sys
 import SCons.Subst
 import SCons.Util
 
-from . import _archs, _languages, _toolchain
+from . import _archs, _dist, _languages, _toolchain
 
 # Bump when the meaning of the tool's own actions changes (part of every library-backed signature).
 TOOL_SCHEMA = "offload-scons/2"
@@ -116,6 +116,8 @@ def _local_launcher(target, source, env, for_signature):
     launcher = env.subst("$OFFLOAD_LAUNCHER").split()
     if launcher and os.path.basename(launcher[0]) in _DISTRIBUTING_LAUNCHERS:
         return ""
+    if launcher and _dist.client(env) is not None:  # sccache-dist
+        return ""
     return "$OFFLOAD_LAUNCHER"
 
 
@@ -123,7 +125,7 @@ def _launch(target, source, env, for_signature):
     """The launcher of a compile: sources whose offload entry names come from the file identity
     (OpenMP) take `$OFFLOAD_LOCAL_LAUNCHER`, the others `$OFFLOAD_LAUNCHER`."""
     lang = _languages.LANGUAGES.get(env.get("_OFFLOAD_LANG", "openmp"))
-    return "$OFFLOAD_LOCAL_LAUNCHER" if lang is None or lang.file_identity else "$OFFLOAD_LAUNCHER"
+    return "$OFFLOAD_LOCAL_LAUNCHER" if lang is None or lang.file_identity else _dist.launcher(env)
 
 
 def _vendor_flags(target, source, env, for_signature):

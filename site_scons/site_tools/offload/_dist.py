@@ -1,0 +1,403 @@
+"""Compiles through sccache-dist: what goes to the build servers, what stays here and why.
+
+When `OFFLOAD_LAUNCHER` is sccache and the sccache client configuration the build's commands see
+(`SCCACHE_CONF` in `env['ENV']`, else `$XDG_CONFIG_HOME/sccache/config` or
+`$HOME/.config/sccache/config` from `env['ENV']`) names a scheduler (`[dist] scheduler_url`),
+sccache sends compiles to build servers. Left alone, a HIP device compile fails there (the
+toolchain sccache packs holds clang but not lld, clang-offload-bundler or the ROCm device
+libraries) and sccache does not fall back: the build stops. And sccache compiles what it
+preprocessed here as `-x hip-cpp-output`, which clang unbundles; a device-only preprocessed file
+holds no bundle, so the code object would come back empty.
+
+So for each environment that compiles through sccache-dist, the tool runs its compiles through an
+sccache server of its own, started by the first compile on a socket beside the build
+(`SCCACHE_SERVER_UDS`), whose configuration is the user's plus:
+- `rewrite_includes_only = true`: the server gets the source with its includes inlined and
+  compiles it as the language it is (`-x hip`), exactly as here;
+- a toolchain (`[[dist.toolchains]]`, `path_override`) for the clang of its HIP device compiles,
+  packed from the compiler's own answers (`_dist_toolchain`) into the build's `.offload-dist`
+  folder as a node of the build: made once per compiler identity, flags and configuration.
+
+What cannot go is kept here, said once per kind with the reason (`LOCAL`): OpenMP compiles (their
+offload entry names come from the source file's device and inode on the machine that compiles,
+so a server's copy would name them differently from the host object made here), and what sccache
+itself keeps local (clang CUDA; compiles that pass `-Xclang`). nvcc compiles go through sccache
+whole; sccache sends their cicc and ptxas steps, one per arch, to the servers."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shlex
+import stat
+import subprocess
+import sys
+import tempfile
+import tomllib
+
+import SCons.Action
+import SCons.Errors
+import SCons.Node.Python
+import SCons.Subst
+
+from . import _dist_toolchain, _toolchain
+
+#: Flavour -> (what stays here, why), said once per run when a build compiles that way through
+#: sccache-dist. A flavour not listed sends its device compiles to the servers.
+LOCAL = {
+    "openmp-clang": ("OpenMP compiles run here, without sccache",
+                     "their offload entry names come from the source file's device and inode on the machine "
+                     "that compiles it, so a build server's copy would name them differently from the host object"),
+    "cuda-clang": ("CUDA compiles with clang run here",
+                   "sccache never sends clang CUDA compiles (clang cannot compile preprocessed CUDA)"),
+    "hip-packaged": ("HIP compiles with the new offload driver run here, uncached",
+                     "their CUID reaches clang through -Xclang, which sccache does not take"),
+    "hip-bundled-hipcc": ("HIP compiles through hipcc run here",
+                          "sccache does not know hipcc as a compiler it can send"),
+}
+#: What every distributing build says of the steps that stay here whatever the flavour.
+_ALWAYS_LOCAL = {
+    "hip-bundled": ("HIP host compiles run here, uncached",
+                    "the host compile names its fat binary through -Xclang, which sccache does not take; "
+                    "the per-arch device compiles go to the build servers"),
+    "cuda-nvcc": ("nvcc runs here",
+                  "sccache sends its per-arch cicc and ptxas steps to the build servers"),
+}
+#: Flavours whose per-arch device compiles the tool makes distributable with a toolchain archive.
+_PACKED = ("hip-bundled",)
+#: Flavours whose compiles run without any launcher while the build distributes (see `LOCAL`).
+_UNLAUNCHED = ("openmp-clang",)
+#: Longest socket path the kernel takes (`sun_path` is 108 bytes, with its terminating zero).
+_SOCKET_MAX = 107
+
+
+@dataclasses.dataclass(frozen=True)
+class Client:
+    """The sccache client configuration the build's commands read, when it names a scheduler."""
+
+    sccache: str            # the launcher's program, as the build runs it
+    path: str | None        # the configuration file, or None (none found: no distribution)
+    text: str               # its contents
+    settings: dict          # parsed
+    scheduler: str
+
+
+def _config_path(penv: dict) -> str | None:
+    """Where sccache looks for its client configuration with this process environment."""
+    if penv.get("SCCACHE_CONF"):
+        return penv["SCCACHE_CONF"]
+    base = penv.get("XDG_CONFIG_HOME") or (os.path.join(penv["HOME"], ".config") if penv.get("HOME") else None)
+    return os.path.join(base, "sccache", "config") if base else None
+
+
+_CLIENTS: dict[tuple, Client | None] = {}
+
+
+def client(env) -> Client | None:
+    """The sccache-dist client of `env`'s launched compiles, or None when they do not distribute
+    (no sccache launcher, no configuration, no scheduler in it)."""
+    words = shlex.split(env.subst("$OFFLOAD_LAUNCHER"))
+    if not words or os.path.basename(words[0]) != "sccache":
+        return None
+    penv = _toolchain.build_env(env)
+    path = _config_path(penv)
+    key = (words[0], path, _mtime(path))
+    if key not in _CLIENTS:
+        _CLIENTS[key] = _read_client(words[0], path)
+    return _CLIENTS[key]
+
+
+def _mtime(path: str | None) -> int | None:
+    try:
+        return os.stat(path).st_mtime_ns if path else None
+    except OSError:
+        return None
+
+
+def _read_client(sccache: str, path: str | None) -> Client | None:
+    if not path or not os.path.isfile(path):
+        return None
+    with open(path, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    try:
+        settings = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SCons.Errors.UserError(f"offload: the sccache configuration '{path}' is not TOML: {exc}") from None
+    dist = settings.get("dist")
+    scheduler = dist.get("scheduler_url") if isinstance(dist, dict) else None
+    if not scheduler:
+        return None
+    return Client(sccache, path, text, settings, scheduler)
+
+
+@dataclasses.dataclass(frozen=True)
+class Server:
+    """The tool's sccache server for one environment's compiles: its configuration, socket and,
+    when HIP device compiles go, the toolchain archive they run in."""
+
+    folder: str
+    config: str
+    socket: str
+    archive: str | None
+    compiler: str | None     # the clang the archive is for, as sccache resolves it
+
+
+def _digest(*parts) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _socket_path(folder: str, key: str) -> str:
+    """The server's socket: in the build's folder when the path is short enough for a socket,
+    else in a folder of this user's own under the temporary directory (made 0700, and used only
+    while it is this user's and nobody else's can write it)."""
+    here = os.path.join(folder, "server.sock")
+    if len(here.encode()) <= _SOCKET_MAX:
+        return here
+    mine = os.path.join(tempfile.gettempdir(), f"offload-sccache-{os.getuid()}")
+    try:
+        os.mkdir(mine, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(mine)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise SCons.Errors.UserError(
+            f"offload: '{mine}' (for sccache's socket: the build folder's path is too long for one) is not a "
+            "folder of this user's alone; remove it or build in a shorter path")
+    return os.path.join(mine, key + ".sock")
+
+
+def server(env, compile_argv: list[str] | None = None) -> Server | None:
+    """The tool's server for `env` (None when its compiles do not distribute). `compile_argv`: a
+    HIP device compile of this environment without launcher, source, output or `-c`, when one
+    goes to the servers (its toolchain is packed for it)."""
+    c = client(env)
+    if c is None:
+        return None
+    compiler = archive_of = None
+    parts: list = [c.path, c.text]
+    if compile_argv:
+        compiler = _toolchain.resolve(env, compile_argv[0]) or compile_argv[0]
+        ident = _toolchain.probe_compiler(env, compile_argv[0]).identity
+        parts += [compiler, os.path.realpath(compiler), ident, compile_argv[1:]]
+    key = _digest(*parts)
+    folder = os.path.join(env.Dir("#").get_abspath(), ".offload-dist", key)
+    if compile_argv:
+        archive_of = os.path.join(folder, "toolchain.tar.gz")
+    return Server(folder, os.path.join(folder, "config.toml"), _socket_path(folder, key), archive_of, compiler)
+
+
+def launcher(env) -> str:
+    """`$OFFLOAD_LAUNCHER`, or, when it distributes, that launcher run with the tool's server for
+    this environment (its configuration and socket; outside the signatures like every launcher)."""
+    srv = _SERVERS.get(_env_key(env))
+    if srv is None:
+        return "$OFFLOAD_LAUNCHER"
+    return f"env SCCACHE_CONF={shlex.quote(srv.config)} SCCACHE_SERVER_UDS={shlex.quote(srv.socket)} $OFFLOAD_LAUNCHER"
+
+
+def local_launcher(env) -> str | None:
+    """What an OpenMP compile's launcher is when the environment distributes: none (see `LOCAL`);
+    None when it does not distribute."""
+    return "" if client(env) is not None else None
+
+
+_SERVERS: dict[tuple, Server] = {}
+_NODES: dict[str, list] = {}
+_MADE: dict[tuple, list] = {}
+_said: set = set()
+
+
+def _env_key(env) -> tuple:
+    return (env.subst("$OFFLOAD_LAUNCHER"), env.subst("$OFFLOAD_CLANG"), str(env["ENV"].get("SCCACHE_CONF", "")),
+            str(env["ENV"].get("HOME", "")), str(env["ENV"].get("XDG_CONFIG_HOME", "")))
+
+
+def say(env, flavour_name: str) -> None:
+    """Say once per run what of a flavour's compiles stays here and why, when `env` distributes."""
+    if client(env) is None:
+        return
+    for table in (LOCAL, _ALWAYS_LOCAL):
+        if flavour_name in table and flavour_name not in _said:
+            _said.add(flavour_name)
+            what, why = table[flavour_name]
+            sys.stderr.write(f"offload: note: sccache-dist: {what}: {why}\n")
+
+
+def _device_argv(env, device) -> list[str]:
+    """A device compile node's command as clang gets it, less launcher, `-c`, output, source and
+    CUID: what its toolchain is packed for."""
+    benv = device.get_build_env()
+    cmd = benv.Override({"_OFFLOAD_LAUNCH": ""}).subst_list("$OFFLOAD_DEVICECOM", SCons.Subst.SUBST_CMD,
+                                                             target=[device], source=device.sources)[0]
+    argv = _toolchain.argv_as_run(cmd, benv, _toolchain.build_env(benv))
+    out, skip = [], False
+    sources = {str(s) for s in device.sources}
+    for i, a in enumerate(argv):
+        if skip:
+            skip = False
+        elif a == "-o":
+            skip = True
+        elif a == "-c" or a in sources or a.startswith("-cuid="):
+            continue
+        else:
+            out.append(a)
+    return out
+
+
+def attach(env, made, flavour_name: str) -> None:
+    """For the compile nodes `made` of one source: when `env` distributes, make its server's
+    configuration (and toolchain) a prerequisite of the compiles and say what stays here."""
+    c = client(env)
+    if c is None or flavour_name in _UNLAUNCHED:
+        return
+    argv = None
+    parts = getattr(made[0].attributes, "offload_parts", None) or {}
+    devices = list((parts.get("devices") or {}).values())
+    if flavour_name in _PACKED and devices:
+        argv = _device_argv(env, devices[0])
+    made = list(made) + devices + [n for n in (parts.get("host"),) if n is not None]
+    key = _env_key(env)
+    srv = _SERVERS.get(key)
+    if srv is None or (argv and srv.archive is None):
+        # The environment's first HIP source: its server gets a toolchain, and every compile of
+        # the environment made before waits for that server's configuration too.
+        srv = _SERVERS[key] = server(env, argv)
+        nodes = _NODES.get(srv.config)
+        if nodes is None:
+            nodes = _NODES[srv.config] = _server_nodes(env, c, srv, argv)
+        env.Requires(_MADE.setdefault(key, []), nodes)
+    _MADE[key].extend(made)
+    env.Requires(made, _NODES[srv.config])
+
+
+def _server_nodes(env, c: Client, srv: Server, argv: list[str] | None) -> list:
+    """The configuration (and toolchain archive) of `srv` as nodes of the build."""
+    spec = {"config": c.text, "config_path": c.path, "argv": argv, "compiler": srv.compiler,
+            "identity": _toolchain.probe_compiler(env, argv[0]).identity if argv else None}
+    targets = [srv.config] + ([srv.archive] if srv.archive else [])
+    penv = _toolchain.build_env(env)
+
+    def make(target, source, env):
+        os.makedirs(srv.folder, exist_ok=True)
+        toolchains = list(c.settings.get("dist", {}).get("toolchains") or [])
+        if srv.archive:
+            try:
+                files = _dist_toolchain.contents(srv.compiler, [(argv, ".hip")], penv)
+                size = _dist_toolchain.write(srv.archive, files)
+            except _dist_toolchain.PackError as exc:
+                sys.stderr.write(f"offload: error: packing the toolchain of '{srv.compiler}' for sccache-dist: {exc}\n")
+                return 1
+            sys.stderr.write(f"offload: note: sccache-dist: packed {len(files)} files of '{srv.compiler}' "
+                             f"({size / 1e6:.0f} MB) for its HIP device compiles\n")
+            toolchains = [t for t in toolchains if t.get("compiler_executable") != srv.compiler]
+            toolchains.append({"type": "path_override", "compiler_executable": srv.compiler,
+                               "archive": srv.archive, "archive_compiler_executable": srv.compiler})
+        settings = dict(c.settings)
+        dist = dict(settings.get("dist") or {})
+        dist["rewrite_includes_only"] = True
+        dist["toolchains"] = toolchains
+        settings["dist"] = dist
+        part = srv.config + ".part"
+        with open(part, "w", encoding="utf-8") as f:
+            f.write(f"# Written by the offload SCons tool from {c.path}: its settings, the includes rewritten\n"
+                    "# for the build servers, and the toolchains of this build's device compiles.\n")
+            f.write(toml(settings))
+        os.replace(part, srv.config)
+        return 0
+
+    value = SCons.Node.Python.Value(json.dumps(spec, sort_keys=True))
+    made = env.Command(targets, value, SCons.Action.Action(make, "$OFFLOAD_DISTSERVERCOMSTR", varlist=[]))
+    status = env.Command(os.path.join(srv.folder, "status.json"), made[0],
+                         SCons.Action.Action(lambda target, source, env: _start(c, srv, penv, str(target[0])),
+                                             None, varlist=[]))
+    env.AlwaysBuild(status)
+    return made + status
+
+
+def _start(c: Client, srv: Server, penv: dict, out: str) -> int:
+    """Start the tool's server before the first compile (several compiles starting it at once
+    would each start one on the socket, and all but the last would be unreachable) and say what
+    the scheduler answers; compiles run here when it has no build server."""
+    run_env = dict(penv, SCCACHE_CONF=srv.config, SCCACHE_SERVER_UDS=srv.socket)
+    try:
+        cp = subprocess.run([c.sccache, "--dist-status"], capture_output=True, text=True, errors="replace",
+                            env=run_env, stdin=subprocess.DEVNULL, timeout=120)
+        answer = cp.stdout.strip() or cp.stderr.strip()
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        answer = f"sccache did not answer: {exc}"
+    try:
+        status = json.loads(answer)
+    except ValueError:
+        status = None
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump({"socket": srv.socket, "config": srv.config, "scheduler": c.scheduler,
+                   "status": answer if status is None else status}, f, indent=1)
+        f.write("\n")
+    servers = None
+    if isinstance(status, dict) and isinstance(status.get("SchedulerStatus"), list):
+        servers = (status["SchedulerStatus"][1:2] or [{}])[0].get("num_servers")
+    key = ("status", srv.folder)
+    if key not in _said:
+        _said.add(key)
+        if servers:
+            sys.stderr.write(f"offload: note: sccache-dist ({c.scheduler}, {servers} build server(s)): compiles go "
+                             f"through the sccache server on '{srv.socket}' (`SCCACHE_SERVER_UDS={srv.socket} "
+                             f"{c.sccache} --show-stats` shows what it sent)\n")
+        else:
+            sys.stderr.write(f"offload: note: sccache-dist: no build server answers ({answer[:200]}); "
+                             "sccache compiles here\n")
+    return 0
+
+
+COMMANDS: dict = {}
+COMSTRS = {"OFFLOAD_DISTSERVERCOMSTR": "SCCACHE-DIST ${TARGETS[0]}"}
+PSEUDO_BUILDERS: list = []
+
+
+def builders() -> dict:
+    return {}   # the server's nodes are `env.Command`s made when a compile first needs them
+
+
+# ---------------------------------------------------------------------------------------------
+# TOML, as far as sccache's configuration uses it (tables, arrays of tables, strings, numbers,
+# booleans, arrays): the standard library reads TOML but does not write it.
+
+def _value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{_key(k)} = {_value(x)}" for k, x in v.items()) + "}"
+    raise TypeError(f"no TOML for {type(v).__name__}")
+
+
+def _key(k: str) -> str:
+    return k if k and all(ch.isalnum() or ch in "-_" for ch in k) else json.dumps(k)
+
+
+def toml(settings: dict, prefix: str = "") -> str:
+    """`settings` as TOML: plain values first, then sub-tables, then arrays of tables."""
+    lines, tables, arrays = [], [], []
+    for k, v in settings.items():
+        if isinstance(v, dict):
+            tables.append((k, v))
+        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            arrays.append((k, v))
+        else:
+            lines.append(f"{_key(k)} = {_value(v)}")
+    out = "\n".join(lines) + ("\n" if lines else "")
+    for k, v in tables:
+        name = prefix + _key(k)
+        out += f"\n[{name}]\n" + toml(v, name + ".")
+    for k, v in arrays:
+        name = prefix + _key(k)
+        for item in v:
+            out += f"\n[[{name}]]\n" + toml(item, name + ".")
+    return out

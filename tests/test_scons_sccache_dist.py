@@ -1,0 +1,241 @@
+"""The offload SCons tool under sccache-dist, with the real engine: a scheduler and two overlay
+build servers on 127.0.0.1 (tests/sccache_dist_cluster.py), `OFFLOAD_LAUNCHER` set to sccache and
+the cluster's client configuration in the build's `SCCACHE_CONF`.
+
+A mixed project (OpenMP `.c`/`.cpp` for sm_80 + gfx90a, HIP with clang for gfx90a + gfx1030, CUDA
+with nvcc for sm_80 + sm_90) builds through it; the tool runs its compiles through an sccache
+server of its own (`_dist`) whose configuration carries the toolchain of the HIP device compiles.
+Counted per kind from that server's `--show-stats` (sccache counts distributed compiles per build
+server only, so each kind is built on its own): every HIP device compile and nvcc's per-arch
+cicc/ptxas steps go to the build servers, OpenMP compiles stay here; the programs are
+byte-identical to a local build (HIP; OpenMP's NVPTX objects vary between local builds already) and `offload-tool verify` accepts them; a build
+server killed while it compiles costs the build nothing.
+
+What these tests count is the table in docs/caches-and-distributed-builds.md."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import console_script, need_tool
+from scons_helpers import REPO, Project, actions, scons_env
+from scons_samples import KERN_CPP, MAIN_C
+from sccache_dist_cluster import SccacheDistCluster, unavailable_reason
+
+pytestmark = pytest.mark.slow
+
+CLUSTER_LIFETIME = 600     # s; the bound on every process of the cluster
+SCONS_TIMEOUT = 400
+
+SCONSTRUCT = """
+import os
+penv = {'PATH': os.environ['PATH']}
+for k in ('SCCACHE_CONF', 'SCCACHE_DIR', 'SCCACHE_IDLE_TIMEOUT', 'SCCACHE_ERROR_LOG', 'SCCACHE_LOG'):
+    if k in os.environ:
+        penv[k] = os.environ[k]
+env = Environment(tools=['default', 'offload'], ENV=penv, OFFLOAD_CLANG='clang-19',
+                  OFFLOAD_ARCHS=['sm_80', 'sm_90', 'gfx90a', 'gfx1030'],
+                  OFFLOAD_LAUNCHER=ARGUMENTS.get('launcher', ''))
+env.OffloadProgram('app', ['src/main.c', 'src/kern.cpp'], OFFLOAD_ARCHS=['sm_80', 'gfx90a'])
+env.OffloadProgram('vadd', ['src/vadd.hip', 'src/scale.hip'])
+env.OffloadProgram('saxpy', ['src/saxpy.cu'], OFFLOAD_CUDA_COMPILER='nvcc')
+"""
+
+VADD_HIP = """
+#include <hip/hip_runtime.h>
+#include <cstdio>
+float scale_host(float);
+__global__ void vadd(float *a) { a[threadIdx.x] += 1.0f; }
+int main() {
+  float *d;
+  if (hipMalloc(&d, 64) != hipSuccess) { std::printf("vadd host %g\\n", scale_host(2.0f)); return 0; }
+  hipLaunchKernelGGL(vadd, dim3(1), dim3(16), 0, 0, d);
+  std::printf("vadd gpu\\n");
+  return 0;
+}
+"""
+
+SCALE_HIP = """
+#include <hip/hip_runtime.h>
+__global__ void scale(float *a, float s) { a[threadIdx.x] *= s; }
+float scale_host(float s) { return s * 3.0f; }
+"""
+
+SAXPY_CU = """
+#include <cstdio>
+__global__ void saxpy(float a, float *x) { x[threadIdx.x] *= a; }
+int main() {
+  float *d;
+  if (cudaMalloc(&d, 64) != cudaSuccess) { std::printf("saxpy host\\n"); return 0; }
+  saxpy<<<1, 16>>>(2.0f, d);
+  std::printf("saxpy gpu\\n");
+  return 0;
+}
+"""
+
+EXPECT = {"app": "main 1.5 kern 4950\n", "vadd": "vadd host 6\n", "saxpy": "saxpy host\n"}
+
+
+def _sccache() -> str:
+    return str(Path(sys.executable).parent / "sccache")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    need_tool("clang-19")
+    need_tool("nvcc")
+    with SccacheDistCluster(tmp_path_factory.mktemp("cluster"), servers=2, lifetime=CLUSTER_LIFETIME) as c:
+        yield c
+
+
+def _project(root: Path) -> Project:
+    return Project(root, {"SConstruct": SCONSTRUCT, "src/main.c": MAIN_C, "src/kern.cpp": KERN_CPP,
+                          "src/vadd.hip": VADD_HIP, "src/scale.hip": SCALE_HIP, "src/saxpy.cu": SAXPY_CU})
+
+
+def _build_env(cluster: SccacheDistCluster, cache: Path) -> dict:
+    env = scons_env()
+    env.update({k: v for k, v in cluster.client_env().items() if k.startswith("SCCACHE_")})
+    env.pop("SCCACHE_SERVER_PORT", None)
+    env["SCCACHE_DIR"] = str(cache)
+    return env
+
+
+def _scons(p: Project, *args, env: dict, check: bool = True) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "SCons", "-Q", "-j2", f"--site-dir={REPO / 'site_scons'}", *args]
+    cp = subprocess.run(cmd, cwd=p.root, capture_output=True, text=True, env=env, timeout=SCONS_TIMEOUT)
+    if check and cp.returncode:
+        raise AssertionError(f"scons {' '.join(args)} failed ({cp.returncode}):\n{cp.stdout}\n{cp.stderr}")
+    return cp
+
+
+def _server(p: Project) -> dict:
+    """What the tool wrote of its sccache server (socket, configuration, scheduler's answer)."""
+    found = list((p.root / ".offload-dist").glob("*/status.json"))
+    assert len(found) == 1, found
+    return json.loads(found[0].read_text())
+
+
+def _tool_sccache(p: Project, env: dict, *args) -> subprocess.CompletedProcess:
+    srv = _server(p)
+    return subprocess.run([_sccache(), *args], capture_output=True, text=True, timeout=120,
+                          env=dict(env, SCCACHE_SERVER_UDS=srv["socket"], SCCACHE_CONF=srv["config"]))
+
+
+def _stats(p: Project, env: dict) -> dict:
+    return json.loads(_tool_sccache(p, env, "--show-stats", "--stats-format", "json").stdout)["stats"]
+
+
+def _distributed(stats: dict) -> int:
+    return sum((stats.get("dist_compiles") or {}).values())
+
+
+def _stop_tool_server(p: Project, env: dict) -> None:
+    if (p.root / ".offload-dist").exists():
+        _tool_sccache(p, env, "--stop-server")
+
+
+def _run_and_verify(p: Project) -> None:
+    for prog, out in EXPECT.items():
+        cp = subprocess.run([str(p.root / prog)], capture_output=True, text=True, timeout=60)
+        assert cp.stdout == out, (prog, cp.stdout, cp.stderr)
+    tool = console_script("offload-tool")
+    cp = subprocess.run([tool, "verify", *(str(p.root / x) for x in EXPECT)], capture_output=True, text=True,
+                        timeout=120)
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+
+
+def _device_compiles(cp, suffix: str) -> int:
+    return sum(1 for kind, rest in actions(cp) if kind == "DEVICE" and rest.strip().endswith(suffix))
+
+
+def test_mixed_project_distributes_hip_and_nvcc_device_compiles_and_keeps_openmp_here(cluster, tmp_path):
+    p = _project(tmp_path / "proj")
+    env = _build_env(cluster, tmp_path / "cache")
+    # The local build, for comparison (no launcher).
+    _scons(p, env=env)
+    # HIP only: two clean local builds of the OpenMP program already differ (the order of symbols
+    # in its NVPTX device objects varies from run to run).
+    local = {x: (p.root / x).read_bytes() for x in ("vadd",)}
+    _scons(p, "-c", env=env)
+
+    launcher = f"launcher={_sccache()}"
+    try:
+        # OpenMP: compiled here, nothing distributed; said once, with the reason.
+        cp = _scons(p, launcher, "app", env=env)
+        out = cp.stdout + cp.stderr
+        assert out.count("OpenMP compiles run here, without sccache") == 1, out
+        assert "entry names come from the source file's device and inode" in out
+        assert _device_compiles(cp, ".c") == 2 and _device_compiles(cp, ".cpp") == 2
+        assert not (p.root / ".offload-dist").exists(), "an OpenMP-only build started an sccache server"
+
+        # HIP: every per-arch device compile (2 sources x 2 archs) goes to the build servers; the
+        # host compiles stay here (said once, why).
+        cp = _scons(p, launcher, "vadd", env=env)
+        out = cp.stdout + cp.stderr
+        assert _device_compiles(cp, ".hip") == 4
+        assert out.count("HIP host compiles run here, uncached") == 1, out
+        assert "packed" in out and "for its HIP device compiles" in out
+        st = _stats(p, env)
+        assert _distributed(st) == 4, st
+        assert st["dist_errors"] == 0 and st["compile_fails"] == 0, st
+        assert st["cache_misses"]["adv_counts"].get("hip [clang]") == 4, st
+
+        # nvcc: one compile here, its per-arch cicc and ptxas (and cudafe++) steps distributed.
+        _tool_sccache(p, env, "-z")
+        cp = _scons(p, launcher, "saxpy", env=env)
+        st = _stats(p, env)
+        misses = st["cache_misses"]["adv_counts"]
+        assert misses.get("ptx [cicc]") == 2 and misses.get("cubin [ptxas]") == 2, st
+        assert _distributed(st) >= 4 and st["dist_errors"] == 0, st
+        assert set(st["dist_compiles"]) <= set(cluster.server_addrs())
+
+        _run_and_verify(p)
+        for x, data in local.items():
+            assert (p.root / x).read_bytes() == data, f"{x} differs from the local build"
+    finally:
+        _stop_tool_server(p, env)
+
+
+def test_a_build_server_killed_mid_build_costs_no_compile(cluster, tmp_path):
+    """Server 0 is killed while it runs one of the HIP device compiles: sccache compiles that one
+    here (`dist_errors`), the rest go to server 1, and the program is the local build's."""
+    p = _project(tmp_path / "proj")
+    env = _build_env(cluster, tmp_path / "cache")
+    _scons(p, "vadd", env=env)
+    local = (p.root / "vadd").read_bytes()
+    _scons(p, "-c", env=env)
+    cmd = [sys.executable, "-m", "SCons", "-Q", "-j2", f"--site-dir={REPO / 'site_scons'}", f"launcher={_sccache()}",
+           "vadd"]
+    before = set(cluster.started_jobs())
+    proc = subprocess.Popen(cmd, cwd=p.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    killed = None
+    try:
+        deadline = time.monotonic() + SCONS_TIMEOUT
+        while killed is None and proc.poll() is None and time.monotonic() < deadline:
+            jobs = {j: a for j, a in cluster.started_jobs().items() if j not in before}
+            on_first = [j for j, a in jobs.items() if a == cluster.server_addr(0)]
+            if on_first:
+                cluster.kill_server(0)
+                killed = on_first[0]
+            time.sleep(0.05)
+        out, _ = proc.communicate(timeout=SCONS_TIMEOUT)
+        assert proc.returncode == 0, out
+        assert killed is not None, "no compile ran on server 0:\n" + out
+        st = _stats(p, env)
+        assert st["dist_errors"] >= 1 and st["compile_fails"] == 0, st
+        assert (p.root / "vadd").read_bytes() == local
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        _stop_tool_server(p, env)
