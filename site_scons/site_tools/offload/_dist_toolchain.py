@@ -1,11 +1,11 @@
 """The toolchain archive a build server of sccache-dist runs a clang device compile in.
 
 sccache packs a clang toolchain by itself, but only the compiler, its shared libraries, `as`,
-`objcopy` and clang's own headers. A HIP device compile needs more on the server: clang runs
-`clang-offload-bundler` (which runs `llvm-objcopy`) on the preprocessed input and `lld` to link
-the code object, links the ROCm device libraries, and (with the includes rewritten, as the tool's
-sccache configuration asks) re-reads the headers clang includes by itself
-(`__clang_hip_runtime_wrapper.h` and what it includes). Without them the server's compile fails,
+`objcopy` and clang's own headers. A HIP device compile needs more on the server: `lld` to link
+the code object, the ROCm device libraries, and (the includes rewritten, as the tool's sccache
+configuration asks) the headers clang includes by itself (`__clang_hip_runtime_wrapper.h` and
+what it includes). Handed preprocessed input instead, clang would also run
+`clang-offload-bundler` (which runs `llvm-objcopy`). Without them the server's compile fails,
 and sccache does not fall back to a local compile: the build stops.
 
 What goes in is asked of the compiler, never guessed from where it lives:
@@ -50,11 +50,16 @@ def _run(argv: list[str], penv: dict) -> subprocess.CompletedProcess:
         raise PackError(f"'{argv[0]}' could not run: {exc}") from None
 
 
+def _why(stderr: str) -> str:
+    lines = stderr.strip().splitlines()
+    return next((ln.strip() for ln in lines if "error:" in ln), lines[-1].strip() if lines else "no message")
+
+
 def driver_jobs(argv: list[str], penv: dict) -> list[list[str]]:
     """The jobs the clang driver runs for `argv` (its `-###` lines, each split as a shell does)."""
     cp = _run(argv + ["-###"], penv)
     if cp.returncode:
-        raise PackError(f"'{shlex.join(argv)} -###' failed: {cp.stderr.strip().splitlines()[-1:]}")
+        raise PackError(f"'{shlex.join(argv)} -###' failed: {_why(cp.stderr)}")
     return [shlex.split(line) for line in cp.stderr.splitlines() if line.startswith(' "')]
 
 
@@ -67,7 +72,7 @@ def _headers(argv: list[str], empty: str, penv: dict) -> set[str]:
     deps = empty + ".d"
     cp = _run(argv + ["-M", "-MF", deps, empty], penv)
     if cp.returncode:
-        raise PackError(f"'{shlex.join(argv)} -M' failed: {cp.stderr.strip().splitlines()[-1:]}")
+        raise PackError(f"'{shlex.join(argv)} -M' failed: {_why(cp.stderr)}")
     with open(deps) as f:
         words = f.read().replace("\\\n", " ").split()
     return {w for w in words if os.path.isabs(w) and w != empty}
@@ -143,7 +148,7 @@ def write(out: str, paths: list[str]) -> int:
 
 
 def _write(part: str, paths: list[str]) -> None:
-    with open(part, "wb") as f, gzip.GzipFile(fileobj=f, mode="wb", compresslevel=1, mtime=0) as gz, \
+    with open(part, "wb") as f, gzip.GzipFile(filename="", fileobj=f, mode="wb", compresslevel=1, mtime=0) as gz, \
             tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as tar:
         tmp = tarfile.TarInfo("tmp")
         tmp.type, tmp.mode = tarfile.DIRTYPE, 0o1777
