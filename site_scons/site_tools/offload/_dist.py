@@ -10,8 +10,8 @@ preprocessed here as `-x hip-cpp-output`, which clang unbundles; a device-only p
 holds no bundle, so the code object would come back empty.
 
 So for each environment that compiles through sccache-dist, the tool runs its compiles through an
-sccache server of its own, started by the first compile on a socket beside the build
-(`SCCACHE_SERVER_UDS`), whose configuration is the user's plus:
+sccache server of its own, on a socket of its own (`SCCACHE_SERVER_UDS`, in the abstract
+namespace), whose configuration is the user's plus:
 - `rewrite_includes_only = true`: the server gets the source with its includes inlined and
   compiles it as the language it is (`-x hip`), exactly as here;
 - a toolchain (`[[dist.toolchains]]`, `path_override`) for the clang of its HIP device compiles,
@@ -31,15 +31,14 @@ import hashlib
 import json
 import os
 import shlex
-import stat
 import subprocess
 import sys
-import tempfile
 import tomllib
 
 import SCons.Action
 import SCons.Errors
 import SCons.Node.Python
+import SCons.Script
 import SCons.Subst
 
 from . import _dist_toolchain, _toolchain
@@ -69,8 +68,6 @@ _ALWAYS_LOCAL = {
 _PACKED = ("hip-bundled",)
 #: Flavours whose compiles run without any launcher while the build distributes (see `LOCAL`).
 _UNLAUNCHED = ("openmp-clang",)
-#: Longest socket path the kernel takes (`sun_path` is 108 bytes, with its terminating zero).
-_SOCKET_MAX = 107
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,24 +145,12 @@ def _digest(*parts) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _socket_path(folder: str, key: str) -> str:
-    """The server's socket: in the build's folder when the path is short enough for a socket,
-    else in a folder of this user's own under the temporary directory (made 0700, and used only
-    while it is this user's and nobody else's can write it)."""
-    here = os.path.join(folder, "server.sock")
-    if len(here.encode()) <= _SOCKET_MAX:
-        return here
-    mine = os.path.join(tempfile.gettempdir(), f"offload-sccache-{os.getuid()}")
-    try:
-        os.mkdir(mine, 0o700)
-    except FileExistsError:
-        pass
-    st = os.lstat(mine)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
-        raise SCons.Errors.UserError(
-            f"offload: '{mine}' (for sccache's socket: the build folder's path is too long for one) is not a "
-            "folder of this user's alone; remove it or build in a shorter path")
-    return os.path.join(mine, key + ".sock")
+def _socket_name(key: str) -> str:
+    """The server's socket, in Linux's abstract namespace (as sccache writes it: `\\x00` first):
+    several compiles that start the server at once meet at the first one (the others' servers
+    find the name taken and sccache connects them to it; a socket file would be replaced by each
+    in turn, leaving all but the last server unreachable), and it goes with the server."""
+    return f"\\x00offload-sccache-{os.getuid()}-{key}"
 
 
 def server(env, compile_argv: list[str] | None = None) -> Server | None:
@@ -185,7 +170,7 @@ def server(env, compile_argv: list[str] | None = None) -> Server | None:
     folder = os.path.join(env.Dir("#").get_abspath(), ".offload-dist", key)
     if compile_argv:
         archive_of = os.path.join(folder, "toolchain.tar.gz")
-    return Server(folder, os.path.join(folder, "config.toml"), _socket_path(folder, key), archive_of, compiler)
+    return Server(folder, os.path.join(folder, "config.toml"), _socket_name(key), archive_of, compiler)
 
 
 def launcher(env) -> str:
@@ -305,21 +290,30 @@ def _server_nodes(env, c: Client, srv: Server, argv: list[str] | None) -> list:
                     "# for the build servers, and the toolchains of this build's device compiles.\n")
             f.write(toml(settings))
         os.replace(part, srv.config)
+        _start(c, srv, penv, os.path.join(srv.folder, "status.json"))
         return 0
 
     value = SCons.Node.Python.Value(json.dumps(spec, sort_keys=True))
     made = env.Command(targets, value, SCons.Action.Action(make, "$OFFLOAD_DISTSERVERCOMSTR", varlist=[]))
-    status = env.Command(os.path.join(srv.folder, "status.json"), made[0],
-                         SCons.Action.Action(lambda target, source, env: _start(c, srv, penv, str(target[0])),
-                                             None, varlist=[]))
-    env.AlwaysBuild(status)
-    return made + status
+    # `scons -c` removes the server's folder; the server is stopped first.
+    env.Clean(made, [srv.folder, os.path.dirname(srv.folder)])
+    if SCons.Script.GetOption("clean"):
+        _stop(c, srv, penv)
+    return made
+
+
+def _stop(c: Client, srv: Server, penv: dict) -> None:
+    try:
+        subprocess.run([c.sccache, "--stop-server"], capture_output=True, stdin=subprocess.DEVNULL, timeout=60,
+                       env=dict(penv, SCCACHE_CONF=srv.config, SCCACHE_SERVER_UDS=srv.socket))
+    except (OSError, subprocess.TimeoutExpired):
+        pass
 
 
 def _start(c: Client, srv: Server, penv: dict, out: str) -> int:
-    """Start the tool's server before the first compile (several compiles starting it at once
-    would each start one on the socket, and all but the last would be unreachable) and say what
-    the scheduler answers; compiles run here when it has no build server."""
+    """Start the tool's server with its new configuration and say what the scheduler answers
+    (compiles run here when it has no build server); what it answered, with the socket, goes to
+    `out` (status.json)."""
     run_env = dict(penv, SCCACHE_CONF=srv.config, SCCACHE_SERVER_UDS=srv.socket)
     try:
         cp = subprocess.run([c.sccache, "--dist-status"], capture_output=True, text=True, errors="replace",
@@ -343,7 +337,7 @@ def _start(c: Client, srv: Server, penv: dict, out: str) -> int:
         _said.add(key)
         if servers:
             sys.stderr.write(f"offload: note: sccache-dist ({c.scheduler}, {servers} build server(s)): compiles go "
-                             f"through the sccache server on '{srv.socket}' (`SCCACHE_SERVER_UDS={srv.socket} "
+                             f"through the tool's sccache server (`SCCACHE_SERVER_UDS={shlex.quote(srv.socket)} "
                              f"{c.sccache} --show-stats` shows what it sent)\n")
         else:
             sys.stderr.write(f"offload: note: sccache-dist: no build server answers ({answer[:200]}); "
