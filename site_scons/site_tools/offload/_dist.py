@@ -173,13 +173,17 @@ def server(env, compile_argv: list[str] | None = None) -> Server | None:
     return Server(folder, os.path.join(folder, "config.toml"), _socket_name(key), archive_of, compiler)
 
 
-def launcher(env) -> str:
-    """`$OFFLOAD_LAUNCHER`, or, when it distributes, that launcher run with the tool's server for
-    this environment (its configuration and socket; outside the signatures like every launcher)."""
-    srv = _SERVERS.get(_env_key(env))
-    if srv is None:
-        return "$OFFLOAD_LAUNCHER"
+def _prefix(srv: Server) -> str:
     return f"env SCCACHE_CONF={shlex.quote(srv.config)} SCCACHE_SERVER_UDS={shlex.quote(srv.socket)} $OFFLOAD_LAUNCHER"
+
+
+def launcher(env, target=None) -> str:
+    """`$OFFLOAD_LAUNCHER`, or, for a compile node the tool sends through its server (`attach`),
+    that launcher run with the server's configuration and socket (outside the signatures like
+    every launcher). Read from the node: the compile's own environment may name another compiler
+    (hipcc's nodes run `$OFFLOAD_HIPCC`) than the one its server was made for."""
+    t = target[0] if target else None
+    return getattr(getattr(t, "attributes", None), "offload_dist_launcher", None) or "$OFFLOAD_LAUNCHER"
 
 
 def local_launcher(env) -> str | None:
@@ -244,17 +248,20 @@ def attach(env, made, flavour_name: str) -> None:
         argv = _device_argv(env, devices[0])
     made = list(made) + devices + [n for n in (parts.get("host"),) if n is not None]
     key = _env_key(env)
+    earlier = _MADE.setdefault(key, [])
     srv = _SERVERS.get(key)
+    targets = list(made)
     if srv is None or (argv and srv.archive is None):
         # The environment's first HIP source: its server gets a toolchain, and every compile of
-        # the environment made before waits for that server's configuration too.
+        # the environment made before goes through that server too.
         srv = _SERVERS[key] = server(env, argv)
-        nodes = _NODES.get(srv.config)
-        if nodes is None:
-            nodes = _NODES[srv.config] = _server_nodes(env, c, srv, argv)
-        env.Requires(_MADE.setdefault(key, []), nodes)
-    _MADE[key].extend(made)
-    env.Requires(made, _NODES[srv.config])
+        if srv.config not in _NODES:
+            _NODES[srv.config] = _server_nodes(env, c, srv, argv)
+        targets = earlier + targets
+    earlier.extend(made)
+    env.Requires(targets, _NODES[srv.config])
+    for n in targets:
+        n.attributes.offload_dist_launcher = _prefix(srv)
 
 
 def _server_nodes(env, c: Client, srv: Server, argv: list[str] | None) -> list:
