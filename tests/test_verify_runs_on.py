@@ -274,11 +274,11 @@ def test_scons_manifest_verify_passes_runs_on():
     sys.path.insert(0, str(REPO / "site_scons" / "site_tools"))
     pytest.importorskip("SCons")
     import SCons.Errors
-    from offload import _variables
-    cmd = _variables._verify_cmds(None, None, {"OFFLOAD_RUNS_ON": ["sm_86", "gfx90a:xnack-"]}, False)
+    from offload import _bundling
+    cmd = _bundling.verify_cmds(None, None, {"OFFLOAD_RUNS_ON": ["sm_86", "gfx90a:xnack-"]}, False)
     assert "verify -q $SOURCES" in cmd and " --runs-on=sm_86,gfx90a:xnack-" in cmd
-    assert " --runs-on=sm_90" in _variables._verify_cmds(None, None, {"OFFLOAD_RUNS_ON": "sm_90",
-                                                                      "OFFLOAD_VERIFY": False}, False)
-    assert "--runs-on" not in _variables._verify_cmds(None, None, {}, False)
+    assert " --runs-on=sm_90" in _bundling.verify_cmds(None, None, {"OFFLOAD_RUNS_ON": "sm_90",
+                                                                    "OFFLOAD_VERIFY": False}, False)
+    assert "--runs-on" not in _bundling.verify_cmds(None, None, {}, False)
     with pytest.raises(SCons.Errors.UserError, match="OFFLOAD_RUNS_ON"):
-        _variables.runs_on({"OFFLOAD_RUNS_ON": "sm_90a"})
+        _bundling.runs_on({"OFFLOAD_RUNS_ON": "sm_90a"})

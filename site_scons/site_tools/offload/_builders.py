@@ -18,9 +18,12 @@ import SCons.Builder
 import SCons.Errors
 import SCons.Node
 import SCons.Node.FS
+import SCons.Subst
 import SCons.Util
 
-from . import _archs, _consume, _signatures, _variables
+import offload_tool
+
+from . import _archs, _consume, _signatures, _toolchain
 
 LAUNCH = "$( $_OFFLOAD_LAUNCH $)"
 PY = "$( $OFFLOAD_PYTHON $)"
@@ -116,6 +119,65 @@ def package_embed_builder(com: str, **kw) -> SCons.Builder.Builder:
 
 
 # --------------------------------------------------------------------------------------------
+# The library steps' command lines (`$OFFLOAD_PYTHON -m offload_tool.cli.<cli>`, package + embed):
+# the words the builder modules share, as construction variables (`_variables.CALLABLES`)
+
+# Bump when the meaning of the tool's own actions changes (part of every library-backed signature).
+TOOL_SCHEMA = "offload-scons/2"
+
+
+def library_id(target, source, env, for_signature):
+    """`$_OFFLOAD_LIBRARY_ID` (in `LIBRARY_VARS`): the library's version and the tool's schema,
+    so a new library or a changed action rebuilds what the library made."""
+    return f"offload_tool {offload_tool.__version__} {TOOL_SCHEMA}"
+
+
+def packager_flags(target, source, env, for_signature):
+    """`$_OFFLOAD_PACKAGERFLAGS`: the packager's `--llvm-version=22` when the clang in use
+    encodes OffloadBinary kinds as LLVM 20 and later do, else nothing (LLVM 19's is the default)."""
+    return "--llvm-version=22" if _toolchain.library_llvm_version(env) == 22 else ""
+
+
+def path_word(text: str):
+    """One word of a command line that holds a file name: quoted for the shell as SCons quotes a
+    node (`$SOURCE`), so blanks, quotes and `$` in a name reach the program as they are."""
+    return SCons.Subst.CmdStringHolder(text, True)
+
+
+def images(source) -> list[str]:
+    """One `--image=file=...,triple=...,arch=...,kind=...` per device object, each one word of the
+    command line whatever its file name holds (`path_word`)."""
+    out = []
+    for s in source:
+        info = getattr(s.attributes, "offload_image", None)
+        if info is None:
+            raise SCons.Errors.UserError(f"offload: '{s}' is not an OffloadDeviceObject (no arch/kind known)")
+        out.append(path_word(f"--image=file={s.get_path()},triple={info['triple']},arch={info['arch']},"
+                             f"kind={info['kind']}"))
+    return out
+
+
+def image_flags(target, source, env, for_signature):
+    """`$_OFFLOAD_IMAGES`: the `--image=` of every source (`images`)."""
+    return images(source)
+
+
+def input_flags(target, source, env, for_signature):
+    """`$_OFFLOAD_INPUTFLAGS`: one `-input=` word per source, whatever its name (`path_word`)."""
+    return [path_word("-input=" + s.get_path()) for s in source]
+
+
+def output_flag(target, source, env, for_signature):
+    """`-output=$TARGET` as one word whatever the file's name (`path_word`)."""
+    return path_word("-output=" + target[0].get_path())
+
+
+def compress_flag(target, source, env, for_signature):
+    """`$_OFFLOAD_COMPRESSFLAG`: the bundler's `-compress` when `OFFLOAD_COMPRESS` asks."""
+    return "-compress" if env.get("OFFLOAD_COMPRESS") else ""
+
+
+# --------------------------------------------------------------------------------------------
 # Node helpers
 
 def node(env, x):
@@ -192,7 +254,7 @@ def group_env(env, overrides: dict):
 
 
 def canonical(env) -> list[str]:
-    return _archs.canonical_archs(env, _variables.clang_major(env))
+    return _archs.canonical_archs(env, _toolchain.clang_major(env))
 
 
 def stem(node) -> str:

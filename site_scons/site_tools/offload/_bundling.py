@@ -12,9 +12,9 @@ import os
 import SCons.Errors
 import SCons.Util
 
-from . import _variables
+from . import _toolchain
 from ._archs import file_safe
-from ._builders import LIBRARY_VARS, PY, action, builder, canonical, node, nodes, settings
+from ._builders import LIBRARY_VARS, PY, action, builder, canonical, node, nodes, path_word, settings
 
 COMMANDS = {
     "OFFLOAD_BUNDLECOM": f"{PY} -m offload_tool.cli.bundler -type=$_OFFLOAD_BUNDLETYPE $_OFFLOAD_COMPRESSFLAG "
@@ -39,6 +39,98 @@ COMSTRS = {
     "OFFLOAD_CONVERTCOMSTR": "CONVERT ${OFFLOAD_CONVERT_TO} ${TARGET}",
     "OFFLOAD_MANIFESTCOMSTR": "MANIFEST ${TARGET}",
 }
+
+
+# --------------------------------------------------------------------------------------------
+# The words of these commands (construction variables: `_variables.CALLABLES`)
+
+def llvm_version_flag(target, source, env, for_signature):
+    """`--llvm-version=N` for the library CLIs: how the clang in use encodes OffloadBinary kinds."""
+    return f"--llvm-version={_toolchain.library_llvm_version(env)}"
+
+
+def output_flags(target, source, env, for_signature):
+    """`$_OFFLOAD_OUTPUTFLAGS`: one `-output=` word per target, whatever its name (`path_word`)."""
+    return [path_word("-output=" + t.get_path()) for t in target]
+
+
+def input_flag(target, source, env, for_signature):
+    """`-input=$SOURCE` as one word whatever the file's name (`path_word`)."""
+    return path_word("-input=" + source[0].get_path())
+
+
+def target_tmp(target, source, env, for_signature):
+    """`${TARGET}.tmp` as one word whatever the file's name (`path_word`)."""
+    return path_word(target[0].get_path() + ".tmp")
+
+
+def bundle_targets(target, source, env, for_signature):
+    """`$_OFFLOAD_BUNDLETARGETS`: `OFFLOAD_TARGETS` (bundle entry IDs) as `-targets=` takes them."""
+    return ",".join(str(t) for t in SCons.Util.flatten(env.get("OFFLOAD_TARGETS") or []))
+
+
+def bundle_type(target, source, env, for_signature):
+    """`$_OFFLOAD_BUNDLETYPE`: `OFFLOAD_BUNDLE_TYPE`, else the `-type` the bundle file's suffix
+    means (`o` for the object-like ones: `.hipfb`, `.cubin`, `.co`, none)."""
+    t = env.get("OFFLOAD_BUNDLE_TYPE")
+    if t:
+        return str(t)
+    ext = os.path.splitext(str(env.get("_OFFLOAD_BUNDLE_FILE", "x.o")))[1].lstrip(".")
+    return {"hipfb": "o", "": "o", "cubin": "o", "co": "o"}.get(ext, ext)
+
+
+def verify_cmds(target, source, env, for_signature):
+    """`offload-tool verify` of the inputs (host/device entry consistency; plus the required
+    archs), run before the manifest is written so a failing check leaves no manifest."""
+    require = env.get("OFFLOAD_REQUIRE")
+    if require is True:
+        require = env.get("_OFFLOAD_CANONICAL_ARCHS") or []
+    req = ",".join(SCons.Util.flatten(require)) if require else ""
+    budgets = max_bytes(env)
+    gpus = runs_on(env)
+    if not env.get("OFFLOAD_VERIFY", True) and not req and not budgets and not gpus:
+        return ""
+    c = "$( $OFFLOAD_PYTHON $) -m offload_tool.cli.tool verify -q $SOURCES"
+    if req:
+        c += " --require=" + req
+    if gpus:
+        c += " --runs-on=" + gpus
+    if budgets:
+        c += " --max-bytes=" + budgets
+    return c + " &&"
+
+
+def runs_on(env) -> str:
+    """OFFLOAD_RUNS_ON as `verify --runs-on` takes it: 'sm_86,gfx90a:xnack-' or a list of GPUs;
+    checked here so a typo fails when the SConscript is read."""
+    value = env.get("OFFLOAD_RUNS_ON")
+    if not value:
+        return ""
+    gpus = [g.strip() for g in (value.split(",") if isinstance(value, str) else SCons.Util.flatten(value))]
+    from offload_tool.errors import UsageError
+    from offload_tool.ops.runs_on import parse_gpu
+    try:
+        for g in gpus:
+            parse_gpu(str(g))
+    except UsageError as exc:
+        raise SCons.Errors.UserError(f"offload: OFFLOAD_RUNS_ON: {exc}") from None
+    return ",".join(str(g) for g in gpus)
+
+
+def max_bytes(env) -> str:
+    """OFFLOAD_MAX_BYTES as `verify --max-bytes` takes it: 'gfx90a:1M,total:10M', or a dict
+    {'gfx90a': 1 << 20, 'total': '10M'}; checked here so a typo fails when the SConscript is read."""
+    value = env.get("OFFLOAD_MAX_BYTES")
+    if not value:
+        return ""
+    if isinstance(value, dict):
+        value = ",".join(f"{k}:{v}" for k, v in value.items())
+    from offload_tool.errors import UsageError
+    from offload_tool.ops.verify import parse_max_bytes
+    try:
+        return ",".join(f"{k}:{n}" for k, n in parse_max_bytes(str(value)).items())
+    except UsageError as exc:
+        raise SCons.Errors.UserError(f"offload: OFFLOAD_MAX_BYTES: {exc}") from None
 
 
 def _entry_name(stem: str, entry: str, ext: str) -> str:
@@ -135,8 +227,8 @@ def OffloadManifest(env, target, source, **kw):
     OFFLOAD_MAX_BYTES='ARCH:N,total:N', the size budgets of `verify --max-bytes`; with
     OFFLOAD_RUNS_ON='sm_86,gfx90a:xnack-', that those GPUs run them, `verify --runs-on`)."""
     senv = settings(env, kw)
-    _variables.max_bytes(senv)  # a bad budget is an error now, not when the manifest is built
-    _variables.runs_on(senv)  # so is a bad GPU
+    max_bytes(senv)  # a bad budget is an error now, not when the manifest is built
+    runs_on(senv)  # so is a bad GPU
     o = dict(kw)
     if senv.get("OFFLOAD_REQUIRE") is True:
         o["_OFFLOAD_CANONICAL_ARCHS"] = canonical(senv)

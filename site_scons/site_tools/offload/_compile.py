@@ -27,8 +27,8 @@ from . import _archs, _compdb, _consume, _host_ir, _languages, _openmp_sources, 
 from ._signatures import GroupSignatureAction
 from ._archs import archs_for, file_safe
 from ._builders import (COMPILER_VARS, LAUNCH, LIBRARY_VARS, PACKAGE_EMBED, PY, action, builder, canonical, group_builder,
-                        group_env, names_when_cleaning, node, nodes, package_embed_builder, pic_overrides, read_path,
-                        registry, scanned_files, settings, stem, wants)
+                        group_env, images, names_when_cleaning, node, nodes, package_embed_builder, pic_overrides,
+                        read_path, registry, scanned_files, settings, stem, wants)
 from ._languages import language_of
 
 COMMANDS = {
@@ -333,6 +333,31 @@ COMMANDS["_OFFLOAD_SOURCE_ID"] = source_id_flags  # a default like the commands 
 ID_HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "offload_ids.h")
 
 
+def fatbin_id(target, source, env, for_signature):
+    """`$_OFFLOAD_FATBIN_ID`: a hash of the HIP fat binary a host compile embeds (its second
+    source), read when the command runs, so a compiler cache keys the host object by the device
+    code inside it; `0` before the file exists, and for a signature (the value is outside them)."""
+    if for_signature or len(source) < 2:
+        return "0"
+    try:
+        with open(source[1].get_abspath(), "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()[:24]
+    except OSError:
+        return "0"
+
+
+def hipfb_targets(target, source, env, for_signature):
+    """`$_OFFLOAD_HIPFB_TARGETS`: the `.hipfb` bundle's entries, the empty host one and one per
+    code object (its arch, as the HIP runtime looks it up)."""
+    return ",".join(["host-x86_64-unknown-linux"] +
+                    [f"hipv4-amdgcn-amd-amdhsa--{s.attributes.offload_image['arch']}" for s in source])
+
+
+def embed_images(target, source, env, for_signature):
+    """Images of a package+embed action: every source after the host object."""
+    return images(source[1:])
+
+
 def _cuid(node) -> str:
     """A stable per-source `-cuid`: hash of the path relative to the top directory, so CUDA/HIP
     nodes are the same in every clone (and shareable through CacheDir)."""
@@ -476,8 +501,7 @@ def OffloadDeviceObject(env, source, target=None, **kw):
     arch = kw.get("OFFLOAD_ARCH") or senv.get("OFFLOAD_ARCH")
     if not arch:
         raise SCons.Errors.UserError("offload: OffloadDeviceObject needs OFFLOAD_ARCH=<arch>")
-    from . import _variables
-    canon = _archs.canonical_arch(str(arch), _variables.clang_major(senv), "OFFLOAD_ARCH")
+    canon = _archs.canonical_arch(str(arch), _toolchain.clang_major(senv), "OFFLOAD_ARCH")
     kw = dict(kw)
     kw.pop("OFFLOAD_ARCH", None)
     out = []

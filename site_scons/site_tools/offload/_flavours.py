@@ -24,7 +24,7 @@ import os
 import SCons.Errors
 import SCons.Util
 
-from . import _archs, _compdb, _compile, _host_ir, _languages, _nvcc, _settings_check, _toolchain, _variables
+from . import _archs, _compdb, _compile, _host_ir, _languages, _nvcc, _settings_check, _toolchain
 from ._builders import pic_overrides, registry, settings, stem, wants
 
 FLAVOURS: dict[str, "Flavour"] = {}
@@ -217,12 +217,12 @@ class _Runtime:
 def _cuda_link(env):
     # libcudart.so lives outside the default search path (/usr/local/cuda/lib64); a relocatable
     # link takes no shared library (the static library's script names it).
-    lib = _variables.CUDA_LIBDIR
+    lib = _toolchain.CUDA_LIBDIR
     return [f"-L{lib} -Wl,-rpath,{lib} -lcudart"] if env.get("OFFLOAD_CUDA_PATH") else []
 
 
 def _cuda_library(senv):
-    cudart = os.path.join(senv.subst(_variables.CUDA_LIBDIR), "libcudart.so")
+    cudart = os.path.join(senv.subst(_toolchain.CUDA_LIBDIR), "libcudart.so")
     return [cudart] if senv.get("OFFLOAD_CUDA_PATH") and os.path.isfile(cudart) else []
 
 
@@ -260,7 +260,7 @@ def check_archs(senv, archs, flavour: Flavour, lang, source) -> None:
     compiler = (flavour.compiler or ("", "clang"))[1]
     _archs.refuse_ptx_only(archs, compiler, lang.name)
     if flavour.compiler and flavour.compiler[0] == "OFFLOAD_CLANG":
-        major = _variables.clang_major(senv)
+        major = _toolchain.clang_major(senv)
         for a in archs:
             if not _archs.known_to(a, major):
                 other = " (or OFFLOAD_CUDA_COMPILER='nvcc')" if lang.offload_kind == "cuda" else ""

@@ -12,7 +12,7 @@ import os
 
 import SCons.Errors
 
-from . import _drivers
+from . import _archs, _drivers
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,3 +191,18 @@ def compiler_for(env, lang: Language) -> str:
         choices = " or ".join(f"'{c}'" for c in lang.compilers)
         raise SCons.Errors.UserError(f"offload: {lang.compiler_var} must be {choices}, not '{compiler}'")
     return compiler
+
+
+def vendor_flags(target, source, env, for_signature):
+    """`$_OFFLOAD_VENDORFLAGS`: flags a device compile needs for its vendor: its language's
+    (`Language.vendor_flags`: the OpenMP NVIDIA device bitcode, HIP's ROCm path), then the CUDA
+    install or the ROCm device libraries."""
+    arch = env.get("OFFLOAD_ARCH", "")
+    lang = LANGUAGES.get(env.get("_OFFLOAD_LANG", "openmp"))
+    v = _archs.vendor(arch) if arch else None
+    flags = [f for vendor, f in (lang.vendor_flags if lang else ()) if vendor == v]
+    if v == "nvidia" and env.get("OFFLOAD_CUDA_PATH"):
+        flags.append("--cuda-path=$OFFLOAD_CUDA_PATH")
+    elif v == "amd" and env.get("OFFLOAD_ROCM_DEVICE_LIB_PATH"):
+        flags.append("--rocm-device-lib-path=$OFFLOAD_ROCM_DEVICE_LIB_PATH")
+    return " ".join(flags)

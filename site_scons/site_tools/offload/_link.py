@@ -16,9 +16,11 @@ import sys
 
 import SCons.Action
 import SCons.Scanner.Prog
+import SCons.Script
 import SCons.Util
 
-from . import _archs, _compile, _dist, _flavours, _languages, _libraries, _nvcc_link, _objects, _settings_check, _variables
+from . import (_archs, _compile, _dist, _flavours, _languages, _libraries, _nvcc_link, _objects, _settings_check,
+               _toolchain)
 from . import _consume
 from ._archs import archs_for, file_safe
 from ._builders import (COMPILER_VARS, LIBRARY_VARS, PACKAGE_EMBED, action, builder, canonical, cleaning, node,
@@ -70,7 +72,7 @@ def _link_flags(target, source, env, for_signature):
         flags.append(f"$( -Wl,--wrapper-jobs={int(jobs)} $)")
     if archs and openmp:
         flags.append("--offload-arch=" + ",".join(archs))
-    libdir = _variables.llvm_libdir(env)
+    libdir = _toolchain.llvm_libdir(env)
     if openmp and libdir and os.path.isfile(os.path.join(libdir, "libomptarget.so")):
         # libomptarget lives outside the default search path (Debian: /usr/lib/llvm-N/lib): record
         # it, so programs run and consumers of a shared library link without extra flags.
@@ -91,6 +93,35 @@ def _link_flags(target, source, env, for_signature):
 
 
 COMMANDS["_OFFLOAD_LINKFLAGS"] = _link_flags
+
+
+def link_jobs():
+    """Default of `OFFLOAD_LINK_JOBS`: `scons -jN`'s N, how many device links clang-linker-wrapper
+    may run at once (`_link_flags` calls it)."""
+    try:
+        return int(SCons.Script.GetOption("num_jobs") or 1)
+    except (AttributeError, TypeError, ValueError):
+        return 1
+
+
+def link_opt_flag(target, source, env, for_signature):
+    """`$_OFFLOAD_LINK_OPTFLAG`: the last -O flag of the final link's `$LINKFLAGS` (it comes after
+    `$OFFLOAD_LINKFLAGS` on that command line): it sets the LTO level of the AMD device links split
+    out of that link."""
+    flags = [str(f) for f in SCons.Util.flatten([env.get("LINKFLAGS") or []])]
+    opt = [f for f in flags if f.startswith("-O")]
+    return opt[-1] if opt else ""
+
+
+def device_runtime_flags(target, source, env, for_signature):
+    """`$_OFFLOAD_DEVICE_RUNTIME`: `-L<dir> -l<name>` of the OpenMP device runtime of the clang in
+    use (relocatable and split device links add it themselves; a final link gets it from the
+    driver)."""
+    info = _toolchain.clang_info(env)
+    rt = info.device_runtime if info else None
+    if not rt:
+        return ""
+    return f"-L{os.path.dirname(rt)} -l{os.path.basename(rt)[3:-2]}"
 
 
 def _script_word(name: str) -> str:
@@ -308,7 +339,7 @@ def _split_link_inputs(env, target, items_in, kw, pic):
         return None
     split = [p for _, p in items if p != "keep"]
     ref = split[0][0]
-    llvm = _variables.clang_major(senv)  # how its linker wrapper forwards device-linker options
+    llvm = _toolchain.clang_major(senv)  # how its linker wrapper forwards device-linker options
     carrier_images = []
     for a in archs:
         if a in amd:
@@ -395,7 +426,7 @@ def OffloadStaticLibrary(env, target, source, **kw):
     base = lib.name[len(prefix) if lib.name.startswith(prefix) else 0:-len(suffix) or None]
     reloc = OffloadRelocatableObject(env, lib.dir.File(base + "-offload.o"), source, **kw)
     inner = env._OffloadAr(lib.dir.File(prefix + base + "-offload" + suffix), reloc, **kw)
-    libdir = _variables.llvm_libdir(senv)
+    libdir = _toolchain.llvm_libdir(senv)
     runtime = [os.path.join(libdir, n) for n in ("libomptarget.so", "libomp.so") if libdir]
     # the languages' runtimes, which the consumer's plain link needs too
     for flavour in _link_flavours(_objects.objects(env, source, kw)):

@@ -333,3 +333,73 @@ def argv_as_run(cmd, env, penv: dict) -> list[str]:
         return shlex.split(line)
     run = subprocess.run(["/bin/sh", "-c", 'printf "%s\\0" ' + line], capture_output=True, env=penv, timeout=60)
     return run.stdout.decode("utf-8", "surrogateescape").split("\0")[:-1]
+
+
+# --------------------------------------------------------------------------------------------
+# The compiler in use: its answers as the builders and commands need them (the callables among
+# them are construction variables, `_variables.CALLABLES`; each answers from the memoised probe,
+# so substituting a command per node costs a dictionary look-up, not a process)
+
+def clang_info(env) -> Compiler | None:
+    """What the clang in use (`$OFFLOAD_CLANG`, maybe a wrapper or ccache) says about itself."""
+    clang = env.subst("$OFFLOAD_CLANG") if env.get("OFFLOAD_CLANG") else ""
+    return probe_compiler(env, clang) if clang else None
+
+
+def clang_major(env) -> int:
+    """Major version of the clang in use: from its name (`clang-22`) when it says, else asked."""
+    clang = env.subst("$OFFLOAD_CLANG") if env.get("OFFLOAD_CLANG") else ""
+    m = re.search(r"clang(?:\+\+)?-(\d+)$", os.path.basename(clang))
+    if m:
+        return int(m.group(1))
+    info = clang_info(env)
+    return (info.major if info else None) or 19
+
+
+def library_llvm_version(env) -> int:
+    """The `--llvm-version` the library CLIs take for the clang in use: how its OffloadBinary
+    kinds are encoded. The library knows two encodings: LLVM 19's, and the one from 20 on."""
+    return 19 if clang_major(env) < 20 else 22
+
+
+#: Where a CUDA install keeps `libcudart.so` (outside the default search path).
+CUDA_LIBDIR = "$OFFLOAD_CUDA_PATH/lib64"
+
+
+def llvm_libdir(env) -> str:
+    """Where the clang in use has LLVM's OpenMP offload runtime (libomptarget.so), as it says."""
+    info = clang_info(env)
+    return (info.openmp_lib_dir or "") if info else ""
+
+
+def clang_id(target, source, env, for_signature):
+    """Identity of the clang in use (`--version`), for the varlist of actions it drives."""
+    info = clang_info(env)
+    return info.identity if info else "none"
+
+
+def nvcc_id(target, source, env, for_signature):
+    """Identity of `$OFFLOAD_NVCC` (`--version`), for the varlist of actions it drives."""
+    nvcc = env.subst("$OFFLOAD_NVCC") if env.get("OFFLOAD_NVCC") else ""
+    return probe_compiler(env, nvcc, clang=False).identity if nvcc else "none"
+
+
+def clangxx(target, source, env, for_signature):
+    """The C++ driver of the clang in use: its `clang++` companion when the build finds one, else
+    the same command in g++ mode (a wrapper script has no companion)."""
+    clang = env.subst("$OFFLOAD_CLANG")
+    if not clang:
+        return "clang++"
+    return clang_companion(env, clang, "clang++") or f"{clang} --driver-mode=g++"
+
+
+def _nvptx_bc_path(env) -> str:
+    """Folder of libomptarget-nvptx-*.bc of the clang in use (clang 19 needs it named)."""
+    info = clang_info(env)
+    return (info.nvptx_bitcode_dir or "") if info else ""
+
+
+def nvptx_bc_flag(target, source, env, for_signature):
+    """`--libomptarget-nvptx-bc-path=<dir>` of the clang in use (clang 19 must be told), or ''."""
+    bc = _nvptx_bc_path(env)
+    return "--libomptarget-nvptx-bc-path=" + bc if bc else ""
