@@ -22,7 +22,8 @@ What cannot go is kept here, said once per kind with the reason (`LOCAL`): OpenM
 offload entry names come from the source file's device and inode on the machine that compiles,
 so a server's copy would name them differently from the host object made here), and what sccache
 itself keeps local (clang CUDA; compiles that pass `-Xclang`). nvcc compiles go through sccache
-whole; sccache sends their cicc and ptxas steps, one per arch, to the servers."""
+whole; sccache sends their steps (cudafe++, the host compiler's, cicc and ptxas per arch) to the
+servers."""
 
 from __future__ import annotations
 
@@ -62,7 +63,8 @@ _ALWAYS_LOCAL = {
                     "the host compile names its fat binary through -Xclang, which sccache does not take; "
                     "the per-arch device compiles go to the build servers"),
     "cuda-nvcc": ("nvcc runs here",
-                  "sccache sends its per-arch cicc and ptxas steps to the build servers"),
+                  "sccache sends its steps to the build servers: cudafe++, the host compiler, and cicc and "
+                  "ptxas per arch"),
 }
 #: Flavours whose per-arch device compiles the tool makes distributable with a toolchain archive.
 _PACKED = ("hip-bundled",)
