@@ -163,13 +163,16 @@ def server(env, compile_argv: list[str] | None = None) -> Server | None:
     if c is None:
         return None
     compiler = archive_of = None
-    parts: list = [c.path, c.text]
+    top = env.Dir("#").get_abspath()
+    # The project is part of the key: the socket's name is machine-wide, and a server of
+    # another project's would name that project's toolchain archive.
+    parts: list = [top, c.path, c.text]
     if compile_argv:
         compiler = _toolchain.resolve(env, compile_argv[0]) or compile_argv[0]
         ident = _toolchain.probe_compiler(env, compile_argv[0]).identity
         parts += [compiler, os.path.realpath(compiler), ident, compile_argv[1:]]
     key = _digest(*parts)
-    folder = os.path.join(env.Dir("#").get_abspath(), ".offload-dist", key)
+    folder = os.path.join(top, ".offload-dist", key)
     if compile_argv:
         archive_of = os.path.join(folder, "toolchain.tar.gz")
     return Server(folder, os.path.join(folder, "config.toml"), _socket_name(key), archive_of, compiler)
@@ -186,12 +189,6 @@ def launcher(env, target=None) -> str:
     (hipcc's nodes run `$OFFLOAD_HIPCC`) than the one its server was made for."""
     t = target[0] if target else None
     return getattr(getattr(t, "attributes", None), "offload_dist_launcher", None) or "$OFFLOAD_LAUNCHER"
-
-
-def local_launcher(env) -> str | None:
-    """What an OpenMP compile's launcher is when the environment distributes: none (see `LOCAL`);
-    None when it does not distribute."""
-    return "" if client(env) is not None else None
 
 
 _SERVERS: dict[tuple, Server] = {}
