@@ -56,29 +56,6 @@ CLUSTER_LIFETIME = 3600     # s; the bound on every process of the cluster
 SCONS_TIMEOUT = 1800
 N_LOOP = 64                 # elements the generated kernels' host fallbacks loop over
 
-HIP_SOURCE = """\
-#include <hip/hip_runtime.h>
-__global__ void kern_{i}(float *x, int n) {{
-  int k = blockIdx.x * blockDim.x + threadIdx.x;
-  if (k < n) x[k] = x[k] * {i}.0f + sqrtf((float)k);
-}}
-int host_{i}(int s) {{ return s * {i}; }}
-"""
-
-HIP_MAIN = """\
-#include <hip/hip_runtime.h>
-#include <cstdio>
-{decls}
-int main() {{
-  long t = 0;
-{calls}
-  float *d;
-  if (hipMalloc(&d, 64) != hipSuccess) {{ std::printf("hip host %ld\\n", t); return 0; }}
-  std::printf("hip gpu %ld\\n", t);
-  return 0;
-}}
-"""
-
 CUDA_SOURCE = """\
 __global__ void kern_{i}(float *x, int n) {{
   int k = blockIdx.x * blockDim.x + threadIdx.x;
@@ -86,19 +63,24 @@ __global__ void kern_{i}(float *x, int n) {{
 }}
 int host_{i}(int s) {{ return s * {i}; }}
 """
+HIP_SOURCE = "#include <hip/hip_runtime.h>\n" + CUDA_SOURCE
 
-CUDA_MAIN = """\
-#include <cstdio>
-{decls}
-int main() {{
+# The main of a CUDA or HIP program: `{api}` is cuda or hip (its runtime's malloc says whether a
+# GPU is there).
+_GPU_MAIN = """\
+{include}#include <cstdio>
+{{decls}}
+int main() {{{{
   long t = 0;
-{calls}
+{{calls}}
   float *d;
-  if (cudaMalloc(&d, 64) != cudaSuccess) {{ std::printf("cuda host %ld\\n", t); return 0; }}
-  std::printf("cuda gpu %ld\\n", t);
+  if ({api}Malloc(&d, 64) != {api}Success) {{{{ std::printf("{api} host %ld\\n", t); return 0; }}}}
+  std::printf("{api} gpu %ld\\n", t);
   return 0;
-}}
+}}}}
 """
+HIP_MAIN = _GPU_MAIN.format(include="#include <hip/hip_runtime.h>\n", api="hip")
+CUDA_MAIN = _GPU_MAIN.format(include="", api="cuda")
 
 OMP_SOURCE = """\
 #include <stddef.h>

@@ -27,3 +27,16 @@ struct dim3 { unsigned x, y, z; };
 typedef struct CUstream_st *cudaStream_t;
 extern "C" int cudaLaunchKernel(const void *, dim3, dim3, void **, unsigned long, cudaStream_t);
 """
+
+# A CUDA program that says where it ran (the host here: no GPU), for the launcher tests.
+SAXPY_CU = """
+#include <cstdio>
+__global__ void saxpy(float a, float *x) { x[threadIdx.x] *= a; }
+int main() {
+  float *d;
+  if (cudaMalloc(&d, 64) != cudaSuccess) { std::printf("saxpy host\\n"); return 0; }
+  saxpy<<<1, 16>>>(2.0f, d);
+  std::printf("saxpy gpu\\n");
+  return 0;
+}
+"""

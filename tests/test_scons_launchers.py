@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from conftest import console_script, find_tool, need_tool
-from scons_samples import KERN_CPP, MAIN_C
+from scons_samples import KERN_CPP, MAIN_C, SAXPY_CU
 from scons_helpers import REPO, Project, actions, counts, run_built, scons_env
 
 pytestmark = pytest.mark.slow
@@ -77,18 +77,6 @@ int main() {
   }
   hipLaunchKernelGGL(vadd, dim3(1), dim3(16), 0, 0, d);
   std::printf("vadd gpu\\n");
-  return 0;
-}
-"""
-
-SAXPY_CU = """
-#include <cstdio>
-__global__ void saxpy(float a, float *x) { x[threadIdx.x] *= a; }
-int main() {
-  float *d;
-  if (cudaMalloc(&d, 64) != cudaSuccess) { std::printf("saxpy host\\n"); return 0; }
-  saxpy<<<1, 16>>>(2.0f, d);
-  std::printf("saxpy gpu\\n");
   return 0;
 }
 """

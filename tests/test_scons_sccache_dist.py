@@ -16,7 +16,6 @@ What these tests count is the table in docs/caches-and-distributed-builds.md."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -26,7 +25,7 @@ import pytest
 
 from conftest import console_script, need_tool
 from scons_helpers import REPO, Project, actions, scons_env
-from scons_samples import KERN_CPP, MAIN_C
+from scons_samples import KERN_CPP, MAIN_C, SAXPY_CU
 from sccache_dist_cluster import SccacheDistCluster, unavailable_reason
 
 pytestmark = pytest.mark.slow
@@ -35,7 +34,6 @@ CLUSTER_LIFETIME = 600     # s; the bound on every process of the cluster
 SCONS_TIMEOUT = 400
 
 SCONSTRUCT = """
-import os
 penv = {'PATH': os.environ['PATH']}
 for k in ('SCCACHE_CONF', 'SCCACHE_DIR', 'SCCACHE_IDLE_TIMEOUT', 'SCCACHE_ERROR_LOG', 'SCCACHE_LOG'):
     if k in os.environ:
@@ -66,18 +64,6 @@ SCALE_HIP = """
 #include <hip/hip_runtime.h>
 __global__ void scale(float *a, float s) { a[threadIdx.x] *= s; }
 float scale_host(float s) { return s * 3.0f; }
-"""
-
-SAXPY_CU = """
-#include <cstdio>
-__global__ void saxpy(float a, float *x) { x[threadIdx.x] *= a; }
-int main() {
-  float *d;
-  if (cudaMalloc(&d, 64) != cudaSuccess) { std::printf("saxpy host\\n"); return 0; }
-  saxpy<<<1, 16>>>(2.0f, d);
-  std::printf("saxpy gpu\\n");
-  return 0;
-}
 """
 
 EXPECT = {"app": "main 1.5 kern 4950\n", "vadd": "vadd host 6\n", "saxpy": "saxpy host\n"}
