@@ -32,10 +32,10 @@ from typing import BinaryIO, Sequence
 
 from .. import budget
 from .bitcode import bitcode_symbols
-from ..errors import ArchiveError
+from ..errors import ArchiveError, OffloadError
 from ..fileio import byte_view
 from .layout import Layout
-from .magic import AR_MAGIC, BC_MAGIC, BC_WRAPPER_MAGIC, ELF_MAGIC, FileKind, identify
+from .kinds import AR_MAGIC, BC_MAGIC, BC_WRAPPER_MAGIC, ELF_MAGIC, THIN_AR_MAGIC, FileKind, Format
 
 __all__ = ["ArchiveMember", "AR_HDR", "read_archive", "write_archive",
            "archive_symbols", "member_symbols"]
@@ -76,10 +76,10 @@ def read_archive(buf) -> list[ArchiveMember]:
     files, and names from an untrusted archive must never select files to read."""
     view = byte_view(buf)
     size = len(view)
-    kind = identify(view)
-    if kind is FileKind.THIN_ARCHIVE:
+    head = bytes(view[:8])
+    if head == THIN_AR_MAGIC:
         raise ArchiveError("thin archives are not supported (their members are separate files)")
-    if kind is not FileKind.ARCHIVE:
+    if head != AR_MAGIC:
         # LLVM's object::Archive gives this message for anything without the magic.
         raise ArchiveError("file too small to be an archive")
     members: list[ArchiveMember] = []
@@ -178,10 +178,10 @@ def member_symbols(data) -> list[bytes] | None:
     symbolic file (no object: does not make LLVM write a symbol table)."""
     if bytes(data[:4]) not in _SYMBOLIC_HEADS:
         return None  # most device payloads: no identify() per member
-    kind = identify(data)
-    if kind is FileKind.ELF and len(data) >= 18:  # identify_magic needs e_type too
+    head = bytes(data[:4])
+    if head == ELF_MAGIC and len(data) >= 18:  # identify_magic needs e_type too
         return _elf_symbols(data)
-    if kind is FileKind.BITCODE:
+    if head in (BC_MAGIC, BC_WRAPPER_MAGIC):
         return bitcode_symbols(data)
     return None
 
@@ -415,3 +415,29 @@ def _writev_all(fd: int, buffers: list) -> None:
             else:
                 buffers[i] = memoryview(b)[written:]
                 break
+
+
+# ---------------------------------------------------------------------------------------------
+# What the operations know of archives (`magic.FORMAT_MODULES`): members searched as files
+# ---------------------------------------------------------------------------------------------
+
+def _members(buf, name: str):
+    """(name, bytes) of each member, read when the first is asked for (inside the caller's
+    nesting budget)."""
+    for m in read_archive(buf):
+        yield m.name, m.data
+
+
+def _thin_members(buf, name: str):
+    """Thin archives are refused before anything is read (see `read_archive`)."""
+    raise OffloadError(f"{name}: thin archives are not supported")
+
+
+_NO_IMAGES = "an archive none of whose members holds an offload image"
+
+FORMATS = (
+    Format(FileKind.ARCHIVE, magics=(AR_MAGIC,), container="archive", members=_members, extract="archive",
+           no_images=_NO_IMAGES),
+    Format(FileKind.THIN_ARCHIVE, magics=(THIN_AR_MAGIC,), container="archive", members=_thin_members,
+           extract="archive", no_images=_NO_IMAGES),
+)

@@ -20,9 +20,10 @@ Two queries:
 
 from __future__ import annotations
 
-from ..errors import BitcodeError
+from ..errors import BitcodeError, OffloadBinaryError
 from .layout import Layout
-from .magic import BC_MAGIC, BC_WRAPPER_MAGIC
+from .kinds import BC_MAGIC, BC_WRAPPER_MAGIC, FileKind, Format, OffloadBinariesAt
+from .offload_binary import OFFLOADING_SECTION
 
 __all__ = ["BitcodeError", "BC_MAGIC", "BC_WRAPPER_MAGIC", "bitcode_stream", "symbol_table_blobs",
            "embedded_objects", "bitcode_symbols"]
@@ -528,3 +529,23 @@ def bitcode_symbols(data) -> list[bytes] | None:
             continue
         out.append(strtab[sym.Name_Offset:sym.Name_Offset + sym.Name_Size])
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# What the operations know of bitcode (`magic.FORMAT_MODULES`); `inspect` searches it itself
+# ---------------------------------------------------------------------------------------------
+
+def _offload_binaries(buf, name: str):
+    """`extract`: the globals `llvm.embedded.objects` pairs with `.llvm.offloading`.  A damaged
+    module fails extraction (an `OffloadBinaryError`, as in LLVM), not the container."""
+    try:
+        objects = embedded_objects(buf, name, OFFLOADING_SECTION)
+    except BitcodeError as exc:
+        raise OffloadBinaryError(str(exc)) from None
+    for data in objects:
+        yield OffloadBinariesAt(OFFLOADING_SECTION, None, data, f"{name}: embedded object in {OFFLOADING_SECTION}")
+
+
+FORMATS = (Format(FileKind.BITCODE, magics=(BC_MAGIC, BC_WRAPPER_MAGIC), extract="bitcode",
+                  offload_binaries=_offload_binaries,
+                  no_images="LLVM bitcode with no llvm.embedded.objects in .llvm.offloading"),)

@@ -13,7 +13,7 @@ from typing import BinaryIO, Iterable, Sequence
 
 from ..errors import BundleFormatError, UsageError
 from .layout import Layout
-from .magic import BUNDLE_MAGIC, TEXT_BUNDLE_COMMENTS, TEXT_BUNDLE_START, FileKind, identify
+from .kinds import BUNDLE_MAGIC, TEXT_BUNDLE_COMMENTS, TEXT_BUNDLE_START, FileKind, Format
 
 __all__ = [
     "BundleEntry", "BINARY_MAGIC", "TEXT_COMMENTS", "BINARY_TYPES", "is_binary_bundle", "read_binary_bundle",
@@ -70,7 +70,7 @@ def _id_bytes(bundle_entry_id: str) -> bytes:
 
 def is_binary_bundle(buf) -> bool:
     """LLVM's `identify_magic(...) == offload_bundle`: at least 25 bytes starting with the magic."""
-    return identify(buf) is FileKind.CLANG_BUNDLE
+    return bytes(buf[:len(BUNDLE_MAGIC)]) == BUNDLE_MAGIC and len(buf) > len(BUNDLE_MAGIC)
 
 
 def read_binary_bundle(buf) -> list[BundleEntry]:
@@ -303,3 +303,35 @@ def bundle_size(entries: Sequence[BundleEntry], files_type: str, bundle_align: i
     ids, sizes = [e.bundle_entry_id for e in entries], [_nbytes(e.data) for e in entries]
     header, offsets = binary_bundle_layout(ids, sizes, bundle_align)
     return len(header) + sum(_paddings(ids, offsets, sizes, len(header))) + sum(sizes)
+
+
+# ---------------------------------------------------------------------------------------------
+# Recognising bundles, and what `inspect` lists of them (`magic.FORMAT_MODULES`)
+# ---------------------------------------------------------------------------------------------
+
+def _is_binary_bundle(head: bytes, buf) -> bool:
+    """identify_magic's offload_bundle needs sizeof("__CLANG_OFFLOAD_BUNDLE__"), its NUL included."""
+    return head.startswith(BUNDLE_MAGIC) and len(buf) > len(BUNDLE_MAGIC)
+
+
+def _is_text_bundle(head: bytes, buf) -> bool:
+    """Whether `buf` starts with a text bundle's first marker ("\\n// __CLANG_...")."""
+    if head[:1] != b"\n":
+        return False
+    first = bytes(buf[:4 + len(TEXT_BUNDLE_START)])
+    return any(first.startswith(b"\n" + comment + TEXT_BUNDLE_START) for comment in TEXT_BUNDLE_COMMENTS)
+
+
+def _inspect_binary(scan, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
+    scan.scan_bundle_entries(read_binary_bundle(data), "bundle", path, wrappers, depth, compressed)
+
+
+def _inspect_text(scan, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
+    scan.scan_bundle_entries(read_text_bundle(data, text_bundle_type(data)), "text-bundle", path, wrappers,
+                             depth, compressed)
+
+
+FORMATS = (
+    Format(FileKind.CLANG_BUNDLE, recognise=_is_binary_bundle, container="bundle", inspect=_inspect_binary),
+    Format(FileKind.TEXT_BUNDLE, recognise=_is_text_bundle, container="text-bundle", inspect=_inspect_text),
+)

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterable, Iterator, Mapping
 
 from .. import budget
-from ..errors import CompressionError, UsageError
+from ..errors import CompressionError, OffloadError, UsageError
+from ..fileio import byte_view
 from ..inputs import read_slice_into, read_slices
 from .layout import Layout
-from .magic import CCOB_MAGIC, FileKind, identify
+from .kinds import CCOB_MAGIC, FileKind, Format
 
 __all__ = [
     "CCOB_MAGIC", "CompressionInfo", "METHODS", "DEFAULT_LEVELS", "DEFAULT_MAX_UNCOMPRESSED_SIZE",
@@ -67,7 +68,7 @@ class CompressionInfo:
 
 def is_compressed(buf) -> bool:
     """`identify_magic` == offload_bundle_compressed: starts with "CCOB"."""
-    return identify(buf) is FileKind.COMPRESSED_BUNDLE
+    return bytes(buf[:4]) == CCOB_MAGIC
 
 
 def truncated_md5(data: bytes | bytearray | memoryview) -> int:
@@ -663,3 +664,59 @@ def env_format_version(env=os.environ, log: Callable[[str], None] | None = None)
                          "Valid values are 2 or 3. Using default version 2."])
         return 2
     return value
+
+
+# ---------------------------------------------------------------------------------------------
+# What `inspect` lists of a compressed bundle (`magic.FORMAT_MODULES`)
+# ---------------------------------------------------------------------------------------------
+
+def _inspect(scan, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
+    """The container the decompressed payload is (a bundle), listed as compressed; several CCOBs
+    back to back are split by each header's total size field, each part listed as `path@offset`."""
+    parts = _parts(data)
+    if parts is not None:
+        for start, part in parts:
+            if start == 0:  # begins where the whole does, already listed as this container
+                with budget.nested(path):
+                    _inspect(scan, part, f"{path}@{start:#x}", wrappers, depth, compressed)
+            else:
+                scan.scan_container(FORMATS[0], part, f"{path}@{start:#x}", wrappers, depth, compressed)
+        return
+    inner, _info = decompress(data)
+    inner = memoryview(inner)
+    scan.remember(inner)
+    inner_container = scan.container_at(inner)
+    if inner_container is None:
+        raise OffloadError(f"{path}: compressed bundle does not hold a bundle")
+    try:
+        scan.scan_container(inner_container, inner, path, wrappers + ["ccob"], depth + 1, compressed=True)
+    finally:
+        scan.forget(inner)
+
+
+def _parts(data) -> list[tuple[int, memoryview]] | None:
+    """The CCOBs stored back to back in `data`, split by each header's total size field (never by
+    searching for the magic), or None when the first CCOB spans all of `data`.
+
+    Only version 3 headers (and version 2 ones, whose 32-bit total size cannot wrap below 4 GiB)
+    record their size; a CCOB without one takes the rest.  Each part is charged to the run's
+    `entries` budget, and a size that does not move forward is an error."""
+    view = byte_view(data)
+    first = read_header(view)
+    if first.total_size is None or first.total_size >= len(view):
+        return None
+    parts: list[tuple[int, memoryview]] = []
+    pos = 0
+    while pos < len(view):
+        budget.charge("entries", 1, f"compressed bundle at offset {pos:#x}")
+        try:
+            info = read_header(view[pos:])
+        except OffloadError as exc:
+            raise type(exc)(f"compressed bundle at offset {pos:#x}: {exc}") from None
+        extent = info.total_size if info.total_size is not None else len(view) - pos
+        parts.append((pos, view[pos:pos + extent]))
+        pos += extent
+    return parts
+
+
+FORMATS = (Format(FileKind.COMPRESSED_BUNDLE, magics=(CCOB_MAGIC,), container="ccob", inspect=_inspect),)

@@ -10,7 +10,9 @@ from dataclasses import dataclass
 
 from .. import budget
 from ..errors import OffloadError
+from .kinds import COFF_MACHINES, FileKind, Format, OffloadBinariesAt
 from .layout import Layout
+from .offload_binary import OFFLOADING_SECTION
 
 __all__ = ["CoffSection", "read_sections", "FILE_HEADER", "SECTION_HEADER", "SYMBOL_SIZE"]
 
@@ -72,3 +74,26 @@ def read_sections(buf, name: str) -> list[CoffSection]:
             raise OffloadError(f"{name}: COFF section {sec_name} data ({size} bytes at {ptr:#x}) runs past the end")
         out.append(CoffSection(sec_name, ptr, size))
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# What the operations know of a COFF object (`magic.FORMAT_MODULES`); `inspect` searches its
+# sections itself
+# ---------------------------------------------------------------------------------------------
+
+def _is_coff(head: bytes, _buf) -> bool:
+    """`identify_magic`'s COFF object: the first two bytes (little-endian) a machine it knows.
+    Two bytes accept much: this rule is asked after every other format's."""
+    return len(head) >= 2 and (head[0] | head[1] << 8) in COFF_MACHINES
+
+
+def _offload_binaries(buf, name: str):
+    """`extract`: sections whose name starts with `.llvm.offloading` (LLVM's rule for COFF)."""
+    for sec in read_sections(buf, name):
+        if sec.name.startswith(OFFLOADING_SECTION):
+            yield OffloadBinariesAt(sec.name, (sec.offset, sec.size), buf[sec.offset:sec.offset + sec.size],
+                                    f"{name}: section {sec.name} at file offset {sec.offset:#x}")
+
+
+FORMATS = (Format(FileKind.COFF, recognise=_is_coff, extract="coff", offload_binaries=_offload_binaries,
+                  no_images="a COFF object with no .llvm.offloading section"),)

@@ -39,7 +39,7 @@ from .. import budget
 from ..errors import ElfError
 from ..fileio import byte_view
 from .layout import field_error
-from .magic import ELF_MAGIC, FileKind, identify
+from .kinds import ELF_MAGIC, FileKind, Format, OffloadBinariesAt
 
 __all__ = [
     "SHT_NULL", "SHT_PROGBITS", "SHT_SYMTAB", "SHT_STRTAB", "SHT_RELA", "SHT_NOBITS", "SHT_REL",
@@ -219,7 +219,7 @@ _ET_NAMES = {ET_NONE: "ET_NONE", ET_REL: "ET_REL", ET_EXEC: "ET_EXEC", ET_DYN: "
 
 def is_elf(buf) -> bool:
     """True if `buf` starts with the ELF magic (what LLVM's identify_magic checks)."""
-    return identify(buf) is FileKind.ELF
+    return bytes(buf[:4]) == ELF_MAGIC
 
 
 def elf_type(buf) -> ElfType:
@@ -1063,3 +1063,24 @@ def empty_relocatable_like(buf) -> bytes:
     out += shdr(1, SHT_SYMTAB, sym_off, symsize, 1, 1, align, symsize)    # .symtab
     out += shdr(17, SHT_PROGBITS, shoff, 0, 0, 0, 1, 0)                 # .note.GNU-stack: no executable stack
     return bytes(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# What the operations know of an ELF file (`magic.FORMAT_MODULES`); `inspect` searches its
+# sections itself (they may hold every other container)
+# ---------------------------------------------------------------------------------------------
+
+def _offload_binaries(buf, name: str):
+    """`extract`: every section of type `SHT_LLVM_OFFLOADING` (its name does not matter), in
+    relocatable objects, executables and shared libraries only (LLVM makes an ObjectFile for those;
+    cores and others hold no images)."""
+    if elf_type(buf) not in ("ET_REL", "ET_EXEC", "ET_DYN", 1, 2, 3):
+        return
+    for sec in read_sections(buf):
+        if sec.sh_type == SHT_LLVM_OFFLOADING:
+            yield OffloadBinariesAt(sec.name, (sec.offset, sec.size), sec.data,
+                                    f"{name}: section {sec.name} at file offset {sec.offset:#x}")
+
+
+FORMATS = (Format(FileKind.ELF, magics=(ELF_MAGIC,), extract="elf", offload_binaries=_offload_binaries,
+                  no_images="an ELF file with no offloading section (SHT_LLVM_OFFLOADING)"),)

@@ -45,6 +45,7 @@ lets a caller that only hashes an image do so without holding it."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 from dataclasses import dataclass, field
 
@@ -52,7 +53,7 @@ from .. import budget
 from ..errors import FatbinError
 from ..fileio import byte_view
 from .layout import Layout
-from .magic import FATBIN_MAGIC, FileKind, identify
+from .kinds import FATBIN_MAGIC, FileKind, Format
 
 __all__ = [
     "FATBIN_MAGIC", "FatbinEntry", "Fatbin", "is_fatbin", "read_fatbin", "read_fatbins", "write_fatbin",
@@ -64,6 +65,7 @@ __all__ = [
 FATBIN_VERSION = 1
 #: Section names nvcc uses for fat binaries in host objects and programs (`__nv_relfatbin`: `-rdc`).
 FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
+_FATBIN_HEAD = FATBIN_MAGIC.to_bytes(4, "little")
 
 HEADER = Layout("fat binary header", [("magic", "I"), ("version", "H"), ("header_size", "H"), ("fat_size", "Q")])
 ENTRY = Layout("fat binary entry header", [
@@ -211,7 +213,7 @@ class Fatbin:
 
 def is_fatbin(buf) -> bool:
     """True if `buf` starts with a fat binary header."""
-    return identify(buf) is FileKind.FATBIN
+    return bytes(buf[:4]) == _FATBIN_HEAD
 
 
 def _read_entry(buf, off: int, end: int) -> FatbinEntry:
@@ -451,3 +453,49 @@ def lz4_block_decompress(data, expected: int, where: str = "LZ4 block") -> bytes
     if len(out) != expected:
         raise FatbinError(f"{where}: LZ4 data inflates to {len(out)} bytes, uncompressed_size says {expected}")
     return bytes(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# What `inspect` lists of a fat binary (`magic.FORMAT_MODULES`)
+# ---------------------------------------------------------------------------------------------
+
+def _inspect(scan, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
+    """Every entry of the fat binaries back to back in `data`: PTX (up to its NUL) and cubins,
+    numbered `path[i]`, or `path[j.i]` when there are several fat binaries."""
+    fatbins = read_fatbins(data)
+    for j, fb in enumerate(fatbins):
+        for i, entry in enumerate(fb.entries):
+            digest = ""
+            if not scan.keep_data and entry.kind != KIND_PTX and entry.compressed:
+                # Listing only: hash the image as it is decompressed, never holding all of it.
+                hasher = hashlib.sha256()
+                for chunk in entry.image_chunks():
+                    hasher.update(chunk)
+                image, digest = b"", hasher.hexdigest()
+            else:
+                image = entry.image()
+            if entry.kind == KIND_PTX:
+                kind, image = "ptx", image.split(b"\0", 1)[0]
+            elif entry.kind == KIND_ELF:
+                kind = "cubin"
+            else:
+                kind = entry.kind_name
+            details = {"fatbin_offset": fb.offset, "fatbin_flags": entry.flag_names}
+            if entry.compression:
+                details["compression"] = entry.compression
+            if entry.kind == KIND_PTX:
+                details["ptx_version"] = f"{entry.major}.{entry.minor}"
+                if entry.ptx_options:
+                    details["ptx_options"] = entry.ptx_options
+            if entry.name:
+                details["ident"] = entry.name.decode("utf-8", "replace")
+            label = f"{path}[{j}.{i}]" if len(fatbins) > 1 else f"{path}[{i}]"
+            scan.add_image(
+                path=label, container="fatbin", producer="cuda",
+                triple="nvptx64-nvidia-cuda" if entry.is_64bit else "nvptx-nvidia-cuda", arch=entry.arch,
+                image_kind=kind, size=len(image) if not digest else entry.uncompressed_size,
+                compressed=compressed or entry.compressed, sha256=digest,
+                wrappers=list(wrappers), details=details, data=image)
+
+
+FORMATS = (Format(FileKind.FATBIN, magics=(_FATBIN_HEAD,), container="fatbin", inspect=_inspect),)

@@ -38,7 +38,7 @@ from .. import budget
 from ..errors import KpackError, MessagePackError
 from ..fileio import byte_view
 from .layout import Layout, field_error
-from .magic import KPACK_MAGIC
+from .kinds import KPACK_MAGIC, FileKind, Format
 from .msgpack import read_msgpack
 
 __all__ = ["KpackError", "KPACK_MAGIC", "KPACK_VERSION", "KPACK_HEADER", "BLOB_ALIGNMENT", "ZSTD_COUNT",
@@ -295,3 +295,29 @@ def read_kpack_wrappers(buf, *, where: str = WRAPPER_SECTION) -> list[KpackWrapp
         out.append(KpackWrapper(index=i, magic=w.magic, version=w.version, binary=w.binary,
                                 co_index=w.reserved1 & 0xFFFFFFFF))
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# What `inspect` lists of a kpack archive (`magic.FORMAT_MODULES`)
+# ---------------------------------------------------------------------------------------------
+
+def _inspect(scan, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
+    """Every kernel, as `path[binary][arch]` (decompressed where the archive compresses them)."""
+    archive = read_kpack(data, where=path)
+    for k in archive.kernels:
+        kpath = f"{path}[{k.binary}][{k.arch}]"
+        image = kernel_bytes(data, k, where=path)
+        if scan.leaf_or_nested(image, kpath, wrappers + ["kpack"], depth, compressed or k.compressed):
+            continue
+        details = {"kpack_binary": k.binary, "kpack_ordinal": k.ordinal, "kpack_type": k.type,
+                   "kpack_group": archive.group_name, "kpack_arch_family": archive.gfx_arch_family,
+                   "kpack_compression": archive.compression_scheme}
+        if k.compressed:
+            details["kpack_stored_size"] = k.size
+        scan.add_image(
+            path=kpath, container="kpack", producer="hip", triple=AMDGCN_TRIPLE, arch=k.arch,
+            image_kind=scan.image_kind(image), size=len(image), compressed=compressed or k.compressed,
+            sha256="", wrappers=list(wrappers), details=details, data=image)
+
+
+FORMATS = (Format(FileKind.KPACK, magics=(KPACK_MAGIC,), container="kpack", inspect=_inspect),)

@@ -1,112 +1,93 @@
 """What kind of file is this?  One answer for the whole library, from the leading bytes only.
 
 `identify` is LLVM's `llvm::identify_magic` for the kinds offloading meets, plus the containers
-LLVM recognises elsewhere (text bundles, NVIDIA fat binaries).  Every caller that dispatches on
-content (extraction, inspection, bundling, archive symbols, verification) asks it; a new
-container format adds its magic to `_MAGICS` (or a rule to `identify`) and its own module.
+LLVM recognises elsewhere (text bundles, NVIDIA fat binaries, kpack archives).  Every operation
+that dispatches on content (extraction, inspection, bundling, archive symbols, verification) asks
+it.  It knows no magic number itself: each format module declares its own in its `FORMATS`
+(`kinds.Format`: magic numbers, or a rule), and `FORMAT_MODULES` below, the one table of format
+modules, is what `identify`, the inspector and extraction read.  A new container format is a new
+module with its `FORMATS` and one row here.
 
-This module imports nothing of the library: the format modules import their magic numbers from
-here.  What the bundler asks beyond the kind (is it an object file? which handler reads it?) is
-answered by `ops.bundler_handlers`; text-bundle markers are read by `bundle`."""
+This is the top of the formats tier: it imports the format modules, so they never import it (they
+take their magic numbers and `FileKind` from `kinds`, re-exported here for the operations).  What
+the bundler asks beyond the kind (is it an object file? which handler reads it?) is answered by
+`ops.bundler_handlers`."""
 
 from __future__ import annotations
 
-import enum
+from . import archive, bitcode, bundle, ccob, coff, elf, fatbin, kinds, kpack, offload_binary
+from .kinds import (AR_MAGIC, BC_MAGIC, BC_WRAPPER_MAGIC, BUNDLE_MAGIC, CCOB_MAGIC, COFF_MACHINES, ELF_MAGIC,
+                    FATBIN_MAGIC, KPACK_MAGIC, OFFLOAD_BINARY_MAGIC, TEXT_BUNDLE_COMMENTS, TEXT_BUNDLE_START,
+                    THIN_AR_MAGIC, FileKind, Format)
 
-__all__ = ["FileKind", "identify", "COFF_MACHINES", "TEXT_BUNDLE_COMMENTS", "TEXT_BUNDLE_START", "ELF_MAGIC",
-           "AR_MAGIC", "THIN_AR_MAGIC", "OFFLOAD_BINARY_MAGIC", "BC_MAGIC", "BC_WRAPPER_MAGIC", "CCOB_MAGIC",
-           "BUNDLE_MAGIC", "FATBIN_MAGIC", "KPACK_MAGIC"]
+__all__ = ["FileKind", "Format", "identify", "identify_format", "format_of_kind", "formats", "FORMAT_MODULES",
+           "COFF_MACHINES", "TEXT_BUNDLE_COMMENTS", "TEXT_BUNDLE_START", "ELF_MAGIC", "AR_MAGIC", "THIN_AR_MAGIC",
+           "OFFLOAD_BINARY_MAGIC", "BC_MAGIC", "BC_WRAPPER_MAGIC", "CCOB_MAGIC", "BUNDLE_MAGIC", "FATBIN_MAGIC",
+           "KPACK_MAGIC"]
 
-# The magic numbers, written once; the format modules use these for reading and writing.
-ELF_MAGIC = b"\x7fELF"
-AR_MAGIC = b"!<arch>\n"
-THIN_AR_MAGIC = b"!<thin>\n"
-OFFLOAD_BINARY_MAGIC = b"\x10\xff\x10\xad"
-BC_MAGIC = b"BC\xc0\xde"
-BC_WRAPPER_MAGIC = b"\xde\xc0\x17\x0b"
-CCOB_MAGIC = b"CCOB"
-BUNDLE_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
-FATBIN_MAGIC = 0xBA55ED50  # a little-endian u32
-KPACK_MAGIC = b"KPAK"  # ROCm's per-architecture kernel archives (`kpack`)
+#: The format modules, each declaring its kinds in `FORMATS`.  Magic numbers are matched whatever
+#: the order; the rules (`Format.recognise`) are asked in this order, so a rule that accepts more
+#: (COFF's two-byte machine numbers) comes after the ones it could shadow (bundles).
+FORMAT_MODULES = (offload_binary, bundle, ccob, fatbin, archive, kpack, elf, bitcode, kinds, coff)
 
 
-class FileKind(str, enum.Enum):
-    """The kinds `identify` tells apart (values are stable words, usable in messages)."""
+class _Index:
+    """`FORMAT_MODULES` arranged for `identify`: magic numbers by their first 4 bytes (one dict
+    lookup per call, as archives and bundles identify thousands of members and payloads; shorter
+    magics apart), then the rules.  Rebuilt when the table is replaced (a test adding a toy format)."""
 
-    UNKNOWN = "unknown"
-    OFFLOAD_BINARY = "offload-binary"   # 10 FF 10 AD
-    CLANG_BUNDLE = "bundle"             # __CLANG_OFFLOAD_BUNDLE__ (binary bundle)
-    COMPRESSED_BUNDLE = "ccob"          # CCOB
-    TEXT_BUNDLE = "text-bundle"         # "\n// __CLANG_OFFLOAD_BUNDLE____START__ ..."
-    FATBIN = "fatbin"                   # NVIDIA fat binary, 50 ED 55 BA
-    ARCHIVE = "archive"                 # !<arch>\n
-    THIN_ARCHIVE = "thin-archive"       # !<thin>\n
-    BITCODE = "bitcode"                 # BC C0 DE, or the bitcode wrapper DE C0 17 0B
-    KPACK = "kpack"                     # KPAK: ROCm's per-architecture kernel archive
-    ELF = "elf"
-    COFF = "coff"
-    MACHO = "macho"
-    WASM = "wasm"
-    XCOFF = "xcoff"
-
-
-#: COFF object machine types `identify_magic` recognises (the first two bytes, little-endian):
-#: i386, ARMNT, m68k, PA-RISC, x86-64, ARM64, ARM64EC.
-COFF_MACHINES = frozenset({0x014C, 0x01C4, 0x0268, 0x0290, 0x8664, 0xAA64, 0xA641})
-
-#: The line comments text bundles mark their entries with, and what follows the comment on an
-#: entry's first line: "\n<comment> __CLANG_OFFLOAD_BUNDLE____START__ <id>\n".
-TEXT_BUNDLE_COMMENTS = (b"//", b";", b"#")
-TEXT_BUNDLE_START = b" " + BUNDLE_MAGIC + b"__START__ "
-
-# Leading bytes -> kind, longest first where one is a prefix of another.
-_MAGICS: tuple[tuple[bytes, FileKind], ...] = (
-    (AR_MAGIC, FileKind.ARCHIVE),
-    (THIN_AR_MAGIC, FileKind.THIN_ARCHIVE),
-    (OFFLOAD_BINARY_MAGIC, FileKind.OFFLOAD_BINARY),
-    (ELF_MAGIC, FileKind.ELF),
-    (BC_MAGIC, FileKind.BITCODE),
-    (BC_WRAPPER_MAGIC, FileKind.BITCODE),
-    (CCOB_MAGIC, FileKind.COMPRESSED_BUNDLE),
-    (FATBIN_MAGIC.to_bytes(4, "little"), FileKind.FATBIN),
-    (KPACK_MAGIC, FileKind.KPACK),
-    (b"\xfe\xed\xfa\xce", FileKind.MACHO),
-    (b"\xfe\xed\xfa\xcf", FileKind.MACHO),
-    (b"\xce\xfa\xed\xfe", FileKind.MACHO),
-    (b"\xcf\xfa\xed\xfe", FileKind.MACHO),
-    (b"\0asm", FileKind.WASM),
-    (b"\x01\xdf", FileKind.XCOFF),   # 32-bit
-    (b"\x01\xf7", FileKind.XCOFF),   # 64-bit
-)
+    def __init__(self, modules) -> None:
+        self.modules = modules
+        self.formats: tuple[Format, ...] = tuple(fmt for module in modules for fmt in module.FORMATS)
+        by_head: dict[bytes, list[tuple[bytes, Format]]] = {}
+        short: list[tuple[bytes, Format]] = []
+        for fmt in self.formats:
+            for magic in fmt.magics:
+                (by_head.setdefault(magic[:4], []) if len(magic) >= 4 else short).append((magic, fmt))
+        # Longest first where one magic is a prefix of another.
+        self.by_head = {head: tuple(sorted(found, key=lambda m: -len(m[0]))) for head, found in by_head.items()}
+        self.short = tuple(short)
+        self.rules = tuple(fmt for fmt in self.formats if fmt.recognise is not None)
+        self.by_kind = {}
+        for fmt in self.formats:
+            self.by_kind.setdefault(fmt.kind, fmt)
 
 
-def _starts_text_bundle(buf) -> bool:
-    """Whether `buf` starts with a text bundle's first marker ("\\n// __CLANG_...")."""
-    first = bytes(buf[:4 + len(TEXT_BUNDLE_START)])
-    return any(first.startswith(b"\n" + comment + TEXT_BUNDLE_START) for comment in TEXT_BUNDLE_COMMENTS)
+_index = _Index(FORMAT_MODULES)
 
 
-# `_MAGICS` by their first 4 bytes (the 2-byte XCOFF ones apart): one dict lookup per call, as
-# archives and bundles identify thousands of members and payloads.
-_MAGICS_BY_HEAD: dict[bytes, tuple[tuple[bytes, FileKind], ...]] = {}
-for _magic, _kind in _MAGICS:
-    if len(_magic) >= 4:
-        _MAGICS_BY_HEAD[_magic[:4]] = _MAGICS_BY_HEAD.get(_magic[:4], ()) + ((_magic, _kind),)
-_SHORT_MAGICS = tuple((m, k) for m, k in _MAGICS if len(m) < 4)
+def _current() -> _Index:
+    global _index
+    if _index.modules is not FORMAT_MODULES:
+        _index = _Index(FORMAT_MODULES)
+    return _index
+
+
+def formats() -> tuple[Format, ...]:
+    """Every declared format, in the table's order."""
+    return _current().formats
+
+
+def identify_format(buf) -> Format | None:
+    """The declaration of the kind of file whose contents start `buf`, or None if unknown."""
+    index = _current()
+    head = bytes(buf[:32])
+    for magic, fmt in index.by_head.get(head[:4], index.short):
+        if head.startswith(magic):
+            return fmt
+    for fmt in index.rules:
+        if fmt.recognise(head, buf):
+            return fmt
+    return None
 
 
 def identify(buf) -> FileKind:
-    """The kind of the file whose contents start `buf` (see `FileKind`)."""
-    head = bytes(buf[:32])
-    for magic, kind in _MAGICS_BY_HEAD.get(head[:4], _SHORT_MAGICS):
-        if head.startswith(magic):
-            return kind
-    # identify_magic's offload_bundle needs sizeof("__CLANG_OFFLOAD_BUNDLE__"), its NUL included.
-    if head.startswith(BUNDLE_MAGIC) and len(buf) > len(BUNDLE_MAGIC):
-        return FileKind.CLANG_BUNDLE
-    if head[:1] == b"\n" and _starts_text_bundle(buf):
-        return FileKind.TEXT_BUNDLE
-    if len(head) >= 2 and (head[0] | head[1] << 8) in COFF_MACHINES:
-        return FileKind.COFF
-    return FileKind.UNKNOWN
+    """The kind of the file whose contents start `buf` (see `FileKind`; a format module added
+    since may declare a kind of its own)."""
+    fmt = identify_format(buf)
+    return FileKind.UNKNOWN if fmt is None else fmt.kind
 
+
+def format_of_kind(kind) -> Format | None:
+    """The declaration of `kind` (the first, where a kind has several)."""
+    return _current().by_kind.get(kind)

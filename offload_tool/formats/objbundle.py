@@ -26,7 +26,7 @@ from typing import BinaryIO, Sequence
 
 from . import elf
 from ..errors import BundleFormatError
-from .magic import BUNDLE_MAGIC
+from .kinds import BUNDLE_MAGIC
 
 __all__ = ["OFFLOAD_BUNDLE_MAGIC", "HOST_MARKER", "is_bundle_section_name", "bundle_entry_id_of",
            "read_object_bundle", "object_bundle_ids", "write_object_bundle", "strip_bundle_sections", "bundle_section_name"]

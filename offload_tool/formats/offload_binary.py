@@ -13,11 +13,11 @@ from typing import BinaryIO, Mapping
 
 from ..rules.string_table import string_table
 from .. import budget
-from ..errors import OffloadBinaryError
+from ..errors import OffloadBinaryError, OffloadError
 from ..rules import llvm_path
 from ..fileio import byte_view
 from .layout import Layout
-from .magic import FileKind, identify
+from .kinds import BC_MAGIC, BC_WRAPPER_MAGIC, OFFLOAD_BINARY_MAGIC, FileKind, Format, OffloadBinariesAt
 from .offload_binary_common import (ALIGNMENT, DEFAULT_LLVM_VERSION, ENTRY, IMAGE_KINDS, IMG_BITCODE, IMG_CUBIN,
                                     IMG_FATBINARY, IMG_NONE, IMG_OBJECT, IMG_PTX, IMG_SPIRV, MAGIC,
                                     OFFLOAD_KINDS_19, OFFLOAD_KINDS_22, SUPPORTED_LLVM_VERSIONS, VERSION,
@@ -33,7 +33,7 @@ __all__ = [
     "OffloadImage", "read_offload_binaries", "read_offload_binary", "write_offload_binary",
     "write_offload_binary_to", "string_table", "image_kind_value", "image_kind_name",
     "image_kind_from_content", "image_kind_for_file", "objdump_image_kind_name", "offload_kind_value",
-    "offload_kind_name", "llvm_path_extension", "make_image",
+    "offload_kind_name", "llvm_path_extension", "make_image", "FORMATS",
 ]
 
 #: The section clang embeds packages in (ELF: found by its type; COFF and bitcode: by this name).
@@ -48,7 +48,7 @@ STRING_ENTRY = Layout("StringEntry", [("KeyOffset", "Q"), ("ValueOffset", "Q")])
 
 def image_kind_from_content(buf) -> int | None:
     """IMG_Bitcode when the content is LLVM bitcode, else None (decide by extension)."""
-    return IMG_BITCODE if identify(buf) is FileKind.BITCODE else None
+    return IMG_BITCODE if bytes(buf[:4]) in (BC_MAGIC, BC_WRAPPER_MAGIC) else None
 
 
 def llvm_path_extension(path: str) -> str:
@@ -239,3 +239,26 @@ def make_image(image: bytes | memoryview, strings: Mapping[str, str], *, image_k
                offload_kind: int = 0, flags: int = 0, llvm_version: int | None = None) -> OffloadImage:
     """Convenience constructor (strings are copied in the given order)."""
     return OffloadImage(image_kind, offload_kind, flags, dict(strings), image, llvm_version)
+
+
+# ---------------------------------------------------------------------------------------------
+# What the operations know of a package file (`magic.FORMAT_MODULES`)
+# ---------------------------------------------------------------------------------------------
+
+def _inspect(scan, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
+    """`inspect`: every image of the binaries back to back in `data`, numbered `path[i]`."""
+    try:
+        images = read_offload_binaries(data, llvm_version=scan.llvm_version)
+    except OffloadError as exc:
+        raise type(exc)(f"{path}: {exc}") from None
+    for i, img in enumerate(images):
+        scan.add_offload_image(img, f"{path}[{i}]", wrappers, depth, compressed)
+
+
+def _offload_binaries(buf, name: str):
+    """`extract`: a raw package is binaries back to back from its first byte."""
+    yield OffloadBinariesAt(None, None, buf, name)
+
+
+FORMATS = (Format(FileKind.OFFLOAD_BINARY, magics=(OFFLOAD_BINARY_MAGIC,), container="package", inspect=_inspect,
+                  extract="package", offload_binaries=_offload_binaries, no_images="the package holds no images"),)

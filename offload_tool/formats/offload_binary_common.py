@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ..errors import OffloadBinaryError
 from .layout import Layout
-from .magic import OFFLOAD_BINARY_MAGIC
+from .kinds import OFFLOAD_BINARY_MAGIC
 
 __all__ = [
     "MAGIC", "VERSION", "ALIGNMENT", "ENTRY", "IMAGE_KINDS", "IMG_NONE", "IMG_OBJECT", "IMG_BITCODE", "IMG_CUBIN",

@@ -30,6 +30,7 @@ from ..fileio import atomic_output, output_transaction
 from ..formats.bundle import (BINARY_TYPES, TEXT_COMMENTS, BundleEntry, binary_bundle_header_size, bundle_chunks,
                               bundle_size, read_binary_bundle, read_binary_bundle_index, read_text_bundle,
                               stringmap_entries, text_bundle_type)
+from ..formats import elf
 from ..formats.magic import FileKind, identify
 
 if TYPE_CHECKING:  # ccob (hashlib, zlib) is imported only when a bundle is compressed
@@ -62,8 +63,6 @@ def is_object_file(buf) -> bool:
     the binary bundle format (how `.hip_fatbin` contents, bundled with `-input=/dev/null`, are made)."""
     kind = identify(buf)
     if kind is FileKind.ELF:
-        from ..formats import elf  # only ELF inputs pay for the ELF module
-
         try:
             elf.read_sections(buf)
         except ElfError:

@@ -13,10 +13,11 @@ Containers are recognised by content, never by file name, and unwrapped recursiv
   `.rocm_kpack_ref` marker) holds no image, and the reason given for it names the archives;
 * static archives, member by member.
 
-The scan is driven by a table: `_CONTAINERS` maps each container's `FileKind` (`magic.identify`)
-to its name and the `_Scanner.scan_*` method that lists it; `_FILES` adds ELF objects and bitcode,
-searched when they are whole files or archive members.  Inspecting a new container format is one
-row and one method.
+The scan is driven by the format modules' declarations (`magic.FORMAT_MODULES`): a format with a
+`container` word is listed wherever it is found, by its `inspect` (which calls back the scanner's
+`add_image`, `leaf_or_nested`, ... ) or, for archives, member by member; `_HOSTS` adds ELF and
+COFF objects and bitcode, searched here when they are whole files or archive members.  Inspecting
+a new container format needs nothing here.
 
 An image whose bytes are themselves a container (a fat binary inside an OffloadBinary, a bundle
 inside a package, a bundle inside an archive member, ...) is replaced by the images inside it,
@@ -36,14 +37,13 @@ import ctypes
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Callable
 
 from .. import budget
 from ..formats import fatbin as _fatbin
 from ..formats import objbundle
 from ..errors import OffloadError
 from ..fileio import byte_view
-from ..formats.magic import FileKind, identify
+from ..formats.magic import FileKind, Format, format_of_kind, identify, identify_format
 from ..formats.offload_binary import OffloadImage, objdump_image_kind_name, offload_kind_name
 from ..printable import printable
 
@@ -142,13 +142,16 @@ class _Scanner:
 
     # -- dispatch ---------------------------------------------------------------------------
 
-    def container_at(self, data) -> _Container | None:
+    def container_at(self, data) -> Format | None:
         """The container `data` starts with, or None if it is a leaf (device code, host code)."""
-        return _CONTAINERS.get(identify(data))
+        fmt = identify_format(data)
+        return fmt if fmt is not None and fmt.container else None
 
     def scan_file(self, data, path: str, wrappers: list[str], depth: int) -> None:
-        """A whole file or archive member: containers, ELF objects and bitcode are searched."""
-        container = _FILES.get(identify(data))
+        """A whole file or archive member: containers, ELF and COFF objects and bitcode are searched."""
+        container = identify_format(data)
+        if container is not None and not container.container:
+            container = _HOSTS.get(container.kind)
         self.files.append(path)
         try:
             if container is not None:
@@ -174,12 +177,18 @@ class _Scanner:
             details={"same_as": first}))
         return True
 
-    def scan_container(self, container: _Container, data, path: str, wrappers: list[str], depth: int,
+    def scan_container(self, container: Format, data, path: str, wrappers: list[str], depth: int,
                        compressed: bool) -> None:
-        if self.first_listing(data, container.name, path, wrappers, compressed):
+        """List what `container` (a format's declaration, `container_at`) holds at `data`: its
+        members as files, or what its `inspect` lists."""
+        if self.first_listing(data, container.container, path, wrappers, compressed):
             return
         with budget.nested(path):
-            container.scan(self, data, path, wrappers, depth, compressed)
+            if container.members is not None:
+                for name, member in container.members(data, path):
+                    self.scan_file(member, f"{path}({name})", wrappers + [container.container], depth + 1)
+            else:
+                container.inspect(self, data, path, wrappers, depth, compressed)
 
     def leaf_or_nested(self, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> bool:
         """If `data` is itself a container, list what it holds and return True."""
@@ -189,16 +198,16 @@ class _Scanner:
         self.scan_container(container, data, path, wrappers, depth + 1, compressed)
         return True
 
-    # -- formats: one `scan_*` per container (see `_CONTAINERS`) ------------------------------
+    # -- what format modules call (`kinds.Format.inspect`) --------------------------------------
 
-    def scan_package(self, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
-        from ..formats.offload_binary import read_offload_binaries
-        try:
-            images = read_offload_binaries(data, llvm_version=self.llvm_version)
-        except OffloadError as exc:
-            raise type(exc)(f"{path}: {exc}") from None
-        for i, img in enumerate(images):
-            self.add_offload_image(img, f"{path}[{i}]", wrappers, depth, compressed)
+    def add_image(self, **fields) -> None:
+        """One device image, `DeviceImage`'s fields by name."""
+        self.add(DeviceImage(**fields))
+
+    @staticmethod
+    def image_kind(data) -> str:
+        """What an image is, by its bytes (`content_image_kind`)."""
+        return content_image_kind(data)
 
     def add_offload_image(self, img: OffloadImage, path: str, wrappers: list[str], depth: int,
                           compressed: bool) -> None:
@@ -225,42 +234,6 @@ class _Scanner:
             return AMBIGUOUS_PRODUCER, AMBIGUOUS_PRODUCER_NOTE
         return offload_kind_name(img.offload_kind, self.llvm_version), None
 
-    def scan_fatbin(self, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
-        fatbins = _fatbin.read_fatbins(data)
-        for j, fb in enumerate(fatbins):
-            for i, entry in enumerate(fb.entries):
-                digest = ""
-                if not self.keep_data and entry.kind != _fatbin.KIND_PTX and entry.compressed:
-                    # Listing only: hash the image as it is decompressed, never holding all of it.
-                    hasher = hashlib.sha256()
-                    for chunk in entry.image_chunks():
-                        hasher.update(chunk)
-                    image, digest = b"", hasher.hexdigest()
-                else:
-                    image = entry.image()
-                if entry.kind == _fatbin.KIND_PTX:
-                    kind, image = "ptx", image.split(b"\0", 1)[0]
-                elif entry.kind == _fatbin.KIND_ELF:
-                    kind = "cubin"
-                else:
-                    kind = entry.kind_name
-                details = {"fatbin_offset": fb.offset, "fatbin_flags": entry.flag_names}
-                if entry.compression:
-                    details["compression"] = entry.compression
-                if entry.kind == _fatbin.KIND_PTX:
-                    details["ptx_version"] = f"{entry.major}.{entry.minor}"
-                    if entry.ptx_options:
-                        details["ptx_options"] = entry.ptx_options
-                if entry.name:
-                    details["ident"] = entry.name.decode("utf-8", "replace")
-                label = f"{path}[{j}.{i}]" if len(fatbins) > 1 else f"{path}[{i}]"
-                self.add(DeviceImage(
-                    path=label, container="fatbin", producer="cuda",
-                    triple="nvptx64-nvidia-cuda" if entry.is_64bit else "nvptx-nvidia-cuda", arch=entry.arch,
-                    image_kind=kind, size=len(image) if not digest else entry.uncompressed_size,
-                    compressed=compressed or entry.compressed, sha256=digest,
-                    wrappers=list(wrappers), details=details, data=image))
-
     def scan_bundle_entries(self, entries, container: str, path: str, wrappers: list[str], depth: int,
                             compressed: bool) -> None:
         from ..rules.bundle_id import parse_bundle_entry_id
@@ -281,62 +254,7 @@ class _Scanner:
                 image_kind=content_image_kind(data), size=len(data), compressed=compressed, sha256="",
                 wrappers=list(wrappers), details={"bundle_entry_id": raw_id}, data=data))
 
-    def scan_ccob(self, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
-        parts = _ccob_parts(data)
-        if parts is not None:
-            # Several CCOBs back to back: each header's total size says where the next begins.
-            for start, part in parts:
-                if start == 0:  # begins where the whole does, already listed as this container
-                    with budget.nested(path):
-                        self.scan_ccob(part, f"{path}@{start:#x}", wrappers, depth, compressed)
-                else:
-                    self.scan_container(_CCOB, part, f"{path}@{start:#x}", wrappers, depth, compressed)
-            return
-        from ..formats import ccob
-        inner, _info = ccob.decompress(data)
-        inner = memoryview(inner)
-        self.remember(inner)
-        inner_container = self.container_at(inner)
-        if inner_container is None:
-            raise OffloadError(f"{path}: compressed bundle does not hold a bundle")
-        try:
-            self.scan_container(inner_container, inner, path, wrappers + ["ccob"], depth + 1, compressed=True)
-        finally:
-            self.forget(inner)
-
-    def scan_binary_bundle(self, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
-        from ..formats.bundle import read_binary_bundle
-        self.scan_bundle_entries(read_binary_bundle(data), "bundle", path, wrappers, depth, compressed)
-
-    def scan_text_bundle(self, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
-        from ..formats.bundle import read_text_bundle, text_bundle_type
-        self.scan_bundle_entries(read_text_bundle(data, text_bundle_type(data)), "text-bundle", path, wrappers,
-                                 depth, compressed)
-
-    def scan_kpack(self, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
-        from ..formats import kpack
-        archive = kpack.read_kpack(data, where=path)
-        for k in archive.kernels:
-            kpath = f"{path}[{k.binary}][{k.arch}]"
-            image = kpack.kernel_bytes(data, k, where=path)
-            if self.leaf_or_nested(image, kpath, wrappers + ["kpack"], depth, compressed or k.compressed):
-                continue
-            details = {"kpack_binary": k.binary, "kpack_ordinal": k.ordinal, "kpack_type": k.type,
-                       "kpack_group": archive.group_name, "kpack_arch_family": archive.gfx_arch_family,
-                       "kpack_compression": archive.compression_scheme}
-            if k.compressed:
-                details["kpack_stored_size"] = k.size
-            self.add(DeviceImage(
-                path=kpath, container="kpack", producer="hip", triple=kpack.AMDGCN_TRIPLE, arch=k.arch,
-                image_kind=content_image_kind(image), size=len(image), compressed=compressed or k.compressed,
-                sha256="", wrappers=list(wrappers), details=details, data=image))
-
-    def scan_archive(self, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
-        from ..formats.archive import read_archive
-        if identify(data) is FileKind.THIN_ARCHIVE:
-            raise OffloadError(f"{path}: thin archives are not supported")
-        for m in read_archive(data):
-            self.scan_file(m.data, f"{path}({m.name})", wrappers + ["archive"], depth + 1)
+    # -- host objects: searched as whole files (`_HOSTS`) ------------------------------------
 
     def scan_bitcode(self, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
         from .extract import find_offload_images
@@ -351,8 +269,8 @@ class _Scanner:
         for sec in coff.read_sections(data, path):
             if not sec.name.startswith(OFFLOADING_SECTION):
                 continue
-            # A damaged package is reported as `file:section: ...` (`scan_package`).
-            self.scan_container(_CONTAINERS[FileKind.OFFLOAD_BINARY], data[sec.offset:sec.offset + sec.size],
+            # A damaged package is reported as `file:section: ...` (`offload_binary`'s `inspect`).
+            self.scan_container(_PACKAGE, data[sec.offset:sec.offset + sec.size],
                                 self.section_path(path, sec.name), wrappers + ["coff"], depth + 1, False)
 
     def scan_elf(self, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
@@ -360,7 +278,7 @@ class _Scanner:
         for sec in elf.read_sections(data):
             name = sec.name
             if sec.sh_type == elf.SHT_LLVM_OFFLOADING:
-                self.scan_container(_CONTAINERS[FileKind.OFFLOAD_BINARY], sec.data, self.section_path(path, name),
+                self.scan_container(_PACKAGE, sec.data, self.section_path(path, name),
                                     wrappers + ["elf"], depth + 1, False)
             elif name in (kpack.KPACK_REF_SECTION, kpack.WRAPPER_SECTION) and sec.sh_type != 8:
                 # A binary whose device code was split into kpack archives: no image here, but a
@@ -429,36 +347,16 @@ class _Scanner:
         self.found.append(image)
 
 
-@dataclass(frozen=True)
-class _Container:
-    """How the scan lists one container format: `name` is how `inspect` calls it (in `wrappers`,
-    and as the `container` of a row that says it was listed before), `scan` the `_Scanner` method
-    that lists what it holds."""
-
-    name: str
-    scan: Callable[..., None]
-
-
-#: Containers whose contents are listed wherever they are found (a leaf image is anything else).
-_CONTAINERS: dict[FileKind, _Container] = {
-    FileKind.OFFLOAD_BINARY: _Container("package", _Scanner.scan_package),
-    FileKind.FATBIN: _Container("fatbin", _Scanner.scan_fatbin),
-    FileKind.COMPRESSED_BUNDLE: _Container("ccob", _Scanner.scan_ccob),
-    FileKind.CLANG_BUNDLE: _Container("bundle", _Scanner.scan_binary_bundle),
-    FileKind.TEXT_BUNDLE: _Container("text-bundle", _Scanner.scan_text_bundle),
-    FileKind.ARCHIVE: _Container("archive", _Scanner.scan_archive),
-    FileKind.THIN_ARCHIVE: _Container("archive", _Scanner.scan_archive),
-    FileKind.KPACK: _Container("kpack", _Scanner.scan_kpack),
+#: Host objects, searched (their sections, their embedded packages) when they are whole files or
+#: archive members; such an object inside a container is a device image, a leaf.  Every container
+#: format is its module's declaration (`magic.FORMAT_MODULES`), listed wherever it is found.
+_HOSTS: dict[FileKind, Format] = {
+    FileKind.ELF: Format(FileKind.ELF, container="elf", inspect=_Scanner.scan_elf),
+    FileKind.COFF: Format(FileKind.COFF, container="coff", inspect=_Scanner.scan_coff),
+    FileKind.BITCODE: Format(FileKind.BITCODE, container="bitcode", inspect=_Scanner.scan_bitcode),
 }
-_CCOB = _CONTAINERS[FileKind.COMPRESSED_BUNDLE]
-#: What a whole file or archive member is searched as: the containers, and ELF and COFF objects and
-#: bitcode (their sections and embedded packages; such a device image inside a container is a leaf).
-_FILES: dict[FileKind, _Container] = {
-    **_CONTAINERS,
-    FileKind.ELF: _Container("elf", _Scanner.scan_elf),
-    FileKind.COFF: _Container("coff", _Scanner.scan_coff),
-    FileKind.BITCODE: _Container("bitcode", _Scanner.scan_bitcode),
-}
+#: Where ELF and COFF sections hold packages.
+_PACKAGE = format_of_kind(FileKind.OFFLOAD_BINARY)
 
 
 class _PyBuffer(ctypes.Structure):
@@ -500,33 +398,6 @@ def _bundle_extent(data) -> int | None:
     entries = read_binary_bundle(data)
     header = 24 + 8 + sum(24 + len(e.bundle_entry_id.encode("utf-8", "surrogateescape")) for e in entries)
     return max([header] + [e.offset + e.size for e in entries])
-
-
-def _ccob_parts(data) -> list[tuple[int, memoryview]] | None:
-    """The CCOBs stored back to back in `data`, split by each header's total size field (never by
-    searching for the magic), or None when the first CCOB spans all of `data`.
-
-    Only version 3 headers (and version 2 ones, whose 32-bit total size cannot wrap below 4 GiB)
-    record their size; a CCOB without one takes the rest.  Each part is charged to the run's
-    `entries` budget, and a size that does not move forward is an error."""
-    from ..formats import ccob
-
-    view = byte_view(data)
-    first = ccob.read_header(view)
-    if first.total_size is None or first.total_size >= len(view):
-        return None
-    parts: list[tuple[int, memoryview]] = []
-    pos = 0
-    while pos < len(view):
-        budget.charge("entries", 1, f"compressed bundle at offset {pos:#x}")
-        try:
-            info = ccob.read_header(view[pos:])
-        except OffloadError as exc:
-            raise type(exc)(f"compressed bundle at offset {pos:#x}: {exc}") from None
-        extent = info.total_size if info.total_size is not None else len(view) - pos
-        parts.append((pos, view[pos:pos + extent]))
-        pos += extent
-    return parts
 
 
 def _split_bundles(data) -> list[tuple[int, memoryview]]:
