@@ -34,6 +34,7 @@ CLUSTER_LIFETIME = 600     # s; the bound on every process of the cluster
 SCONS_TIMEOUT = 400
 
 SCONSTRUCT = """
+import os
 penv = {'PATH': os.environ['PATH']}
 for k in ('SCCACHE_CONF', 'SCCACHE_DIR', 'SCCACHE_IDLE_TIMEOUT', 'SCCACHE_ERROR_LOG', 'SCCACHE_LOG'):
     if k in os.environ:
