@@ -124,3 +124,32 @@ def test_a_scheduler_that_does_not_answer_costs_no_compile(tmp_path):
         status = json.loads(next((p.root / ".offload-dist").glob("*/status.json")).read_text())
         subprocess.run([str(sccache), "--stop-server"], capture_output=True, timeout=60,
                        env=dict(os.environ, SCCACHE_SERVER_UDS=status["socket"], SCCACHE_CONF=status["config"]))
+
+
+def _server_for(tmp_path, compiler: str) -> _dist.Server:
+    folder = tmp_path / ".offload-dist" / "k"
+    return _dist.Server(str(folder), str(folder / "config.toml"), "\\x00offload-test", str(folder / "toolchain.tar.gz"),
+                        compiler)
+
+
+def test_a_toolchain_that_cannot_be_packed_keeps_its_compiles_here(tmp_path, capfd):
+    clang = need_tool("clang-19")
+    c = _dist.Client("sccache", "/c", "", {"dist": {"scheduler_url": "http://127.0.0.1:1"}}, "http://127.0.0.1:1")
+    srv = _server_for(tmp_path, clang)
+    # clang refuses the option: `-###` fails, nothing can be packed.
+    _dist.write_config(c, srv, [clang, "--no-such-option-here", "-x", "hip"], dict(os.environ))
+    settings = tomllib.loads(Path(srv.config).read_text())
+    assert settings["dist"]["toolchains"] == [{"type": "no_dist", "compiler_executable": clang}]
+    assert settings["dist"]["rewrite_includes_only"] is True
+    assert "could not be packed" in capfd.readouterr().err
+    assert not Path(srv.archive).exists() and not list(Path(srv.folder).glob("*.part*"))
+
+
+def test_a_toolchain_the_user_names_is_kept(tmp_path, capfd):
+    mine = {"type": "path_override", "compiler_executable": "/opt/clang/bin/clang", "archive": "/srv/tc.tar.gz",
+            "archive_compiler_executable": "/opt/clang/bin/clang"}
+    c = _dist.Client("sccache", "/c", "", {"dist": {"scheduler_url": "http://s", "toolchains": [mine]}}, "http://s")
+    srv = _server_for(tmp_path, "/opt/clang/bin/clang")
+    _dist.write_config(c, srv, ["/opt/clang/bin/clang", "-x", "hip"], {})
+    assert tomllib.loads(Path(srv.config).read_text())["dist"]["toolchains"] == [mine]
+    assert "names a toolchain for '/opt/clang/bin/clang'" in capfd.readouterr().err

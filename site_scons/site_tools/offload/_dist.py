@@ -271,31 +271,7 @@ def _server_nodes(env, c: Client, srv: Server, argv: list[str] | None) -> list:
     penv = _toolchain.build_env(env)
 
     def make(target, source, env):
-        os.makedirs(srv.folder, exist_ok=True)
-        toolchains = list(c.settings.get("dist", {}).get("toolchains") or [])
-        if srv.archive:
-            try:
-                files = _dist_toolchain.contents(srv.compiler, [(argv, ".hip")], penv)
-                size = _dist_toolchain.write(srv.archive, files)
-            except _dist_toolchain.PackError as exc:
-                sys.stderr.write(f"offload: error: packing the toolchain of '{srv.compiler}' for sccache-dist: {exc}\n")
-                return 1
-            sys.stderr.write(f"offload: note: sccache-dist: packed {len(files)} files of '{srv.compiler}' "
-                             f"({size / 1e6:.0f} MB) for its HIP device compiles\n")
-            toolchains = [t for t in toolchains if t.get("compiler_executable") != srv.compiler]
-            toolchains.append({"type": "path_override", "compiler_executable": srv.compiler,
-                               "archive": srv.archive, "archive_compiler_executable": srv.compiler})
-        settings = dict(c.settings)
-        dist = dict(settings.get("dist") or {})
-        dist["rewrite_includes_only"] = True
-        dist["toolchains"] = toolchains
-        settings["dist"] = dist
-        part = srv.config + ".part"
-        with open(part, "w", encoding="utf-8") as f:
-            f.write(f"# Written by the offload SCons tool from {c.path}: its settings, the includes rewritten\n"
-                    "# for the build servers, and the toolchains of this build's device compiles.\n")
-            f.write(toml(settings))
-        os.replace(part, srv.config)
+        write_config(c, srv, argv, penv)
         _start(c, srv, penv, os.path.join(srv.folder, "status.json"))
         return 0
 
@@ -306,6 +282,43 @@ def _server_nodes(env, c: Client, srv: Server, argv: list[str] | None) -> list:
     if SCons.Script.GetOption("clean"):
         _stop(c, srv, penv)
     return made
+
+
+def write_config(c: Client, srv: Server, argv: list[str] | None, penv: dict) -> None:
+    """Write the server's configuration: the user's settings, the includes rewritten, and for
+    the HIP device compiles' clang a toolchain packed here, unless the user's configuration names
+    one for it already. A toolchain that cannot be packed keeps that clang's compiles here
+    (`no_dist`): sent with the toolchain sccache packs itself they would fail on the server."""
+    os.makedirs(srv.folder, exist_ok=True)
+    toolchains = list(c.settings.get("dist", {}).get("toolchains") or [])
+    if srv.archive and srv.compiler:
+        if any(t.get("compiler_executable") == srv.compiler for t in toolchains):
+            sys.stderr.write(f"offload: note: sccache-dist: '{c.path}' names a toolchain for '{srv.compiler}': "
+                             "its HIP device compiles take that one\n")
+        else:
+            try:
+                files = _dist_toolchain.contents(srv.compiler, [(argv, ".hip")], penv)
+                size = _dist_toolchain.write(srv.archive, files)
+            except (_dist_toolchain.PackError, OSError) as exc:
+                sys.stderr.write(f"offload: note: sccache-dist: the toolchain of '{srv.compiler}' could not be "
+                                 f"packed ({exc}): its compiles run here\n")
+                toolchains.append({"type": "no_dist", "compiler_executable": srv.compiler})
+            else:
+                sys.stderr.write(f"offload: note: sccache-dist: packed {len(files)} files of '{srv.compiler}' "
+                                 f"({size / 1e6:.0f} MB) for its HIP device compiles\n")
+                toolchains.append({"type": "path_override", "compiler_executable": srv.compiler,
+                                   "archive": srv.archive, "archive_compiler_executable": srv.compiler})
+    settings = dict(c.settings)
+    dist = dict(settings.get("dist") or {})
+    dist["rewrite_includes_only"] = True
+    dist["toolchains"] = toolchains
+    settings["dist"] = dist
+    part = srv.config + ".part"
+    with open(part, "w", encoding="utf-8") as f:
+        f.write(f"# Written by the offload SCons tool from {c.path}: its settings, the includes rewritten\n"
+                "# for the build servers, and the toolchains of this build's device compiles.\n")
+        f.write(toml(settings))
+    os.replace(part, srv.config)
 
 
 def _stop(c: Client, srv: Server, penv: dict) -> None:
