@@ -155,13 +155,10 @@ def _socket_name(key: str) -> str:
     return f"\\x00offload-sccache-{os.getuid()}-{key}"
 
 
-def server(env, compile_argv: list[str] | None = None) -> Server | None:
-    """The tool's server for `env` (None when its compiles do not distribute). `compile_argv`: a
-    HIP device compile of this environment without launcher, source, output or `-c`, when one
-    goes to the servers (its toolchain is packed for it)."""
-    c = client(env)
-    if c is None:
-        return None
+def server(env, c: Client, compile_argv: list[str] | None = None) -> Server:
+    """The tool's server for `env`, a client of `c`. `compile_argv`: a HIP device compile of this
+    environment without launcher, source, output or `-c`, when one goes to the servers (its
+    toolchain is packed for it)."""
     compiler = archive_of = None
     top = env.Dir("#").get_abspath()
     # The project is part of the key: the socket's name is machine-wide, and a server of
@@ -178,8 +175,14 @@ def server(env, compile_argv: list[str] | None = None) -> Server | None:
     return Server(folder, os.path.join(folder, "config.toml"), _socket_name(key), archive_of, compiler)
 
 
+def _server_env(srv: Server) -> dict[str, str]:
+    """What points sccache at the tool's server: its configuration and socket."""
+    return {"SCCACHE_CONF": srv.config, "SCCACHE_SERVER_UDS": srv.socket}
+
+
 def _prefix(srv: Server) -> str:
-    return f"env SCCACHE_CONF={shlex.quote(srv.config)} SCCACHE_SERVER_UDS={shlex.quote(srv.socket)} $OFFLOAD_LAUNCHER"
+    words = " ".join(f"{k}={shlex.quote(v)}" for k, v in _server_env(srv).items())
+    return f"env {words} $OFFLOAD_LAUNCHER"
 
 
 def launcher(env, target=None) -> str:
@@ -213,7 +216,7 @@ def say(env, flavour_name: str) -> None:
             sys.stderr.write(f"offload: note: sccache-dist: {what}: {why}\n")
 
 
-def _device_argv(env, device) -> list[str]:
+def _device_argv(device) -> list[str]:
     """A device compile node's command as clang gets it, less launcher, `-c`, output, source and
     CUID: what its toolchain is packed for."""
     benv = device.get_build_env()
@@ -222,7 +225,7 @@ def _device_argv(env, device) -> list[str]:
     argv = _toolchain.argv_as_run(cmd, benv, _toolchain.build_env(benv))
     out, skip = [], False
     sources = {str(s) for s in device.sources}
-    for i, a in enumerate(argv):
+    for a in argv:
         if skip:
             skip = False
         elif a == "-o":
@@ -244,7 +247,7 @@ def attach(env, made, flavour_name: str) -> None:
     parts = getattr(made[0].attributes, "offload_parts", None) or {}
     devices = list((parts.get("devices") or {}).values())
     if flavour_name in _PACKED and devices:
-        argv = _device_argv(env, devices[0])
+        argv = _device_argv(devices[0])
     made = list(made) + devices + [n for n in (parts.get("host"),) if n is not None]
     key = _env_key(env)
     earlier = _MADE.setdefault(key, [])
@@ -253,7 +256,7 @@ def attach(env, made, flavour_name: str) -> None:
     if srv is None or (argv and srv.archive is None):
         # The environment's first HIP source: its server gets a toolchain, and every compile of
         # the environment made before goes through that server too.
-        srv = _SERVERS[key] = server(env, argv)
+        srv = _SERVERS[key] = server(env, c, argv)
         if srv.config not in _NODES:
             _NODES[srv.config] = _server_nodes(env, c, srv, argv)
         targets = earlier + targets
@@ -264,9 +267,8 @@ def attach(env, made, flavour_name: str) -> None:
 
 
 def _server_nodes(env, c: Client, srv: Server, argv: list[str] | None) -> list:
-    """The configuration (and toolchain archive) of `srv` as nodes of the build."""
-    spec = {"config": c.text, "config_path": c.path, "argv": argv, "compiler": srv.compiler,
-            "identity": _toolchain.probe_compiler(env, argv[0]).identity if argv else None}
+    """The configuration (and toolchain archive) of `srv` as nodes of the build. What they are
+    made from is in the server's key, which names their folder: their source is that key."""
     targets = [srv.config] + ([srv.archive] if srv.archive else [])
     penv = _toolchain.build_env(env)
 
@@ -275,8 +277,7 @@ def _server_nodes(env, c: Client, srv: Server, argv: list[str] | None) -> list:
         _start(c, srv, penv, os.path.join(srv.folder, "status.json"))
         return 0
 
-    value = SCons.Node.Python.Value(json.dumps(spec, sort_keys=True))
-    made = env.Command(targets, value, SCons.Action.Action(make, "$OFFLOAD_DISTSERVERCOMSTR", varlist=[]))
+    made = env.Command(targets, SCons.Node.Python.Value(os.path.basename(srv.folder)), SCons.Action.Action(make, "$OFFLOAD_DISTSERVERCOMSTR", varlist=[]))
     # `scons -c` removes the server's folder; the server is stopped first.
     env.Clean(made, [srv.folder, os.path.dirname(srv.folder)])
     if SCons.Script.GetOption("clean"):
@@ -324,19 +325,18 @@ def write_config(c: Client, srv: Server, argv: list[str] | None, penv: dict) -> 
 def _stop(c: Client, srv: Server, penv: dict) -> None:
     try:
         subprocess.run([c.sccache, "--stop-server"], capture_output=True, stdin=subprocess.DEVNULL, timeout=60,
-                       env=dict(penv, SCCACHE_CONF=srv.config, SCCACHE_SERVER_UDS=srv.socket))
+                       env=dict(penv, **_server_env(srv)))
     except (OSError, subprocess.TimeoutExpired):
         pass
 
 
-def _start(c: Client, srv: Server, penv: dict, out: str) -> int:
+def _start(c: Client, srv: Server, penv: dict, out: str) -> None:
     """Start the tool's server with its new configuration and say what the scheduler answers
     (compiles run here when it has no build server); what it answered, with the socket, goes to
     `out` (status.json)."""
-    run_env = dict(penv, SCCACHE_CONF=srv.config, SCCACHE_SERVER_UDS=srv.socket)
     try:
         cp = subprocess.run([c.sccache, "--dist-status"], capture_output=True, text=True, errors="replace",
-                            env=run_env, stdin=subprocess.DEVNULL, timeout=120)
+                            env=dict(penv, **_server_env(srv)), stdin=subprocess.DEVNULL, timeout=120)
         answer = cp.stdout.strip() or cp.stderr.strip()
     except (OSError, subprocess.TimeoutExpired) as exc:
         answer = f"sccache did not answer: {exc}"
@@ -361,7 +361,6 @@ def _start(c: Client, srv: Server, penv: dict, out: str) -> int:
         else:
             sys.stderr.write(f"offload: note: sccache-dist: no build server answers ({answer[:200]}); "
                              "sccache compiles here\n")
-    return 0
 
 
 COMMANDS: dict = {}
