@@ -128,6 +128,20 @@ def _check(path: str, kind: str) -> None:
         check_image(path, kind)
 
 
+def _damage(path: str, kind: str):
+    """The `OffloadError` saying how the file at `path` is damaged as `kind`, or None when it is
+    whole, missing or unreadable (a step that reads it says so in its own words)."""
+    from offload_tool.errors import OffloadError
+
+    try:
+        _check(path, kind)
+    except OSError:
+        return None
+    except OffloadError as exc:
+        return exc
+    return None
+
+
 def check_device_object(path: str, kind: str, built: bool = True) -> str | None:
     """None if the device object at `path` is structurally whole as `kind`, else the one-line
     reason it is not, after removing it when `built` (a file the build made).
@@ -138,23 +152,19 @@ def check_device_object(path: str, kind: str, built: bool = True) -> str | None:
     Without the file its node is out of date: the next build remakes it, and only it and what
     consumes it. A file no step of the build makes (a source the user wrote or copied in) is
     never removed, only named."""
-    from offload_tool.errors import OffloadError
     from offload_tool.printable import printable
 
-    try:
-        _check(path, kind)
-    except OSError:
-        return None  # missing or unreadable: the consuming step says so in its own words
-    except OffloadError as exc:
-        what = "not used"
-        if built:
-            try:
-                os.remove(path)
-                what = "removed so that the next build remakes it"
-            except OSError as rm:
-                what = f"remove it so that it is rebuilt (it could not be removed: {rm.strerror or rm})"
-        return printable(f"{path}: damaged device object, not used: {exc} ({what})")
-    return None
+    exc = _damage(path, kind)
+    if exc is None:
+        return None
+    what = "not used"
+    if built:
+        try:
+            os.remove(path)
+            what = "removed so that the next build remakes it"
+        except OSError as rm:
+            what = f"remove it so that it is rebuilt (it could not be removed: {rm.strerror or rm})"
+    return printable(f"{path}: damaged device object, not used: {exc} ({what})")
 
 
 def drop_damaged_cache_copy(node, kind: str) -> str | None:
@@ -167,21 +177,13 @@ def drop_damaged_cache_copy(node, kind: str) -> str | None:
     this check stops it again, and so on for ever. Without the copy the next build compiles the
     object and pushes a whole one. A whole copy is kept: the target was damaged after it was
     fetched, and fetching it again mends it."""
-    from offload_tool.errors import OffloadError
     from offload_tool.printable import printable
 
     from . import _scons_hooks
 
     path = _scons_hooks.cache_copy_path(node)
-    if path is None or not os.path.isfile(path):
+    if path is None or not os.path.isfile(path) or _damage(path, kind) is None:
         return None
-    try:
-        _check(path, kind)
-        return None
-    except OSError:
-        return None
-    except OffloadError:
-        pass
     try:
         os.remove(path)
     except OSError as rm:
