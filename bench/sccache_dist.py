@@ -50,7 +50,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-from sccache_dist_cluster import SccacheDistCluster, unavailable_reason  # noqa: E402
+from sccache_dist_cluster import SccacheDistCluster, tool_sccache, tool_servers, unavailable_reason  # noqa: E402
 
 CLUSTER_LIFETIME = 3600     # s; the bound on every process of the cluster
 SCONS_TIMEOUT = 1800
@@ -216,15 +216,6 @@ def _cpu_of(pid: int) -> float:
     return sum(int(x) for x in f[11:15]) / _TICK      # utime stime cutime cstime
 
 
-def _tool_servers(root: Path) -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted((root / ".offload-dist").glob("*/status.json"))]
-
-
-def _tool_sccache(srv: dict, env: dict, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sccache(), *args], capture_output=True, text=True, timeout=120,
-                          env=dict(env, SCCACHE_SERVER_UDS=srv["socket"], SCCACHE_CONF=srv["config"]))
-
-
 def _tool_server_pid(srv: dict) -> int | None:
     """The daemon serving the tool's socket: the sccache process whose environment names it."""
     want = f"SCCACHE_SERVER_UDS={srv['socket']}".encode()
@@ -246,15 +237,15 @@ def _tool_server_pid(srv: dict) -> int | None:
 
 
 def _tool_cpu(root: Path) -> float:
-    pids = [_tool_server_pid(s) for s in _tool_servers(root)]
+    pids = [_tool_server_pid(s) for s in tool_servers(root)]
     return sum(_cpu_of(p) for p in pids if p)
 
 
 def _stats(root: Path, env: dict) -> dict:
     """The tool's sccache servers' statistics, summed (one server per environment; here one)."""
     total = {"dist_compiles": {}, "dist_errors": 0, "compile_fails": 0, "adv_misses": {}}
-    for srv in _tool_servers(root):
-        cp = _tool_sccache(srv, env, "--show-stats", "--stats-format", "json")
+    for srv in tool_servers(root):
+        cp = tool_sccache(srv, "--show-stats", "--stats-format", "json", env=env)
         st = json.loads(cp.stdout)["stats"]
         for addr, n in (st.get("dist_compiles") or {}).items():
             total["dist_compiles"][addr] = total["dist_compiles"].get(addr, 0) + n
@@ -285,16 +276,16 @@ def _packed_toolchains(log: Path, offset: int) -> list[str]:
 
 
 def _zero(root: Path, env: dict) -> None:
-    for srv in _tool_servers(root):
-        cp = _tool_sccache(srv, env, "--zero-stats")
+    for srv in tool_servers(root):
+        cp = tool_sccache(srv, "--zero-stats", env=env)
         if cp.returncode:
             raise RuntimeError(f"sccache --zero-stats failed: {cp.stderr}")
 
 
 def _stop_tool_servers(root: Path, env: dict) -> None:
-    for srv in _tool_servers(root):
+    for srv in tool_servers(root):
         try:
-            _tool_sccache(srv, env, "--stop-server")
+            tool_sccache(srv, "--stop-server", env=env)
         except (OSError, subprocess.TimeoutExpired) as exc:
             print(f"sccache_dist: could not stop the tool's sccache server on {srv['socket']}: {exc}", file=sys.stderr)
 
@@ -387,7 +378,7 @@ def main() -> int:
             wall, cpu, acts, text = scons(root, denv, jobs, kind_arg, launcher, prog)
             tool1 = _tool_cpu(root)
             packed = _packed_toolchains(daemon_log, log0)
-            st = _stats(root, denv) if _tool_servers(root) else {"dist_compiles": {}, "dist_errors": 0,
+            st = _stats(root, denv) if tool_servers(root) else {"dist_compiles": {}, "dist_errors": 0,
                                                                    "compile_fails": 0, "adv_misses": {}}
             dev = device_compiles(text, ext) if kind != "cuda" else st["adv_misses"].get("ptx [cicc]", 0)
             dist[kind] = {"wall": wall, "cpu": cpu, "here": cpu + tool1 - tool0,

@@ -504,3 +504,29 @@ if __name__ == "__main__":
                 time.sleep(3600)
         except KeyboardInterrupt:
             pass
+
+
+# ---------------------------------------------------------------- the offload tool's own servers
+# A build through sccache-dist runs its compiles through sccache servers of the offload SCons
+# tool's own (site_scons/site_tools/offload/_dist.py), one per environment; it writes what each is
+# (socket, configuration, the scheduler's answer) to `.offload-dist/<key>/status.json`.
+
+def tool_servers(project: os.PathLike | str) -> list[dict]:
+    """What the offload tool wrote of each sccache server of the project built in `project`."""
+    return [json.loads(p.read_text()) for p in sorted(Path(project).glob(".offload-dist/*/status.json"))]
+
+
+def tool_sccache(srv: Mapping, *args: str, env: Mapping[str, str] | None = None,
+                 timeout: float = 120) -> subprocess.CompletedProcess:
+    """`sccache ARGS` against one of the tool's servers (`tool_servers`), in `env` (default
+    os.environ)."""
+    sccache = _beside_python("sccache") or shutil.which("sccache") or "sccache"
+    return subprocess.run([sccache, *args], capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ if env is None else env, SCCACHE_SERVER_UDS=srv["socket"],
+                                   SCCACHE_CONF=srv["config"]))
+
+
+def stop_tool_servers(project: os.PathLike | str, env: Mapping[str, str] | None = None) -> None:
+    """Stop every sccache server the tool started for the project in `project`."""
+    for srv in tool_servers(project):
+        tool_sccache(srv, "--stop-server", env=env, timeout=60)

@@ -5,7 +5,6 @@ whose scheduler does not answer (sccache compiles here; the build says so and su
 
 from __future__ import annotations
 
-import io
 import os
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import pytest
 
 from conftest import need_tool
 from scons_helpers import REPO, Project, scons_env
+from sccache_dist_cluster import stop_tool_servers
 
 sys.path.insert(0, str(REPO / "site_scons" / "site_tools"))
 from offload import _dist, _dist_toolchain  # noqa: E402
@@ -120,10 +120,7 @@ def test_a_scheduler_that_does_not_answer_costs_no_compile(tmp_path):
         assert "sccache-dist: no build server answers" in cp.stderr, cp.stderr
         assert (p.root / "k").exists()
     finally:
-        import json
-        status = json.loads(next((p.root / ".offload-dist").glob("*/status.json")).read_text())
-        subprocess.run([str(sccache), "--stop-server"], capture_output=True, timeout=60,
-                       env=dict(os.environ, SCCACHE_SERVER_UDS=status["socket"], SCCACHE_CONF=status["config"]))
+        stop_tool_servers(p.root)
 
 
 def _server_for(tmp_path, compiler: str) -> _dist.Server:

@@ -26,7 +26,7 @@ import pytest
 from conftest import console_script, need_tool
 from scons_helpers import REPO, Project, actions, scons_env
 from scons_samples import KERN_CPP, MAIN_C, SAXPY_CU
-from sccache_dist_cluster import SccacheDistCluster, unavailable_reason
+from sccache_dist_cluster import SccacheDistCluster, stop_tool_servers, tool_sccache, tool_servers, unavailable_reason
 
 pytestmark = pytest.mark.slow
 
@@ -108,15 +108,13 @@ def _scons(p: Project, *args, env: dict, check: bool = True) -> subprocess.Compl
 
 def _server(p: Project) -> dict:
     """What the tool wrote of its sccache server (socket, configuration, scheduler's answer)."""
-    found = list((p.root / ".offload-dist").glob("*/status.json"))
+    found = tool_servers(p.root)
     assert len(found) == 1, found
-    return json.loads(found[0].read_text())
+    return found[0]
 
 
 def _tool_sccache(p: Project, env: dict, *args) -> subprocess.CompletedProcess:
-    srv = _server(p)
-    return subprocess.run([_sccache(), *args], capture_output=True, text=True, timeout=120,
-                          env=dict(env, SCCACHE_SERVER_UDS=srv["socket"], SCCACHE_CONF=srv["config"]))
+    return tool_sccache(_server(p), *args, env=env)
 
 
 def _stats(p: Project, env: dict) -> dict:
@@ -128,8 +126,7 @@ def _distributed(stats: dict) -> int:
 
 
 def _stop_tool_server(p: Project, env: dict) -> None:
-    if (p.root / ".offload-dist").exists():
-        _tool_sccache(p, env, "--stop-server")
+    stop_tool_servers(p.root, env)
 
 
 def _run_and_verify(p: Project) -> None:

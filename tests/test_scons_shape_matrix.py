@@ -73,7 +73,7 @@ from pathlib import Path
 import pytest
 
 from conftest import need_tool, run_cli
-from sccache_dist_cluster import SccacheDistCluster, unavailable_reason
+from sccache_dist_cluster import SccacheDistCluster, stop_tool_servers, unavailable_reason
 from scons_helpers import REPO, Project, actions, run_built, scons_env
 
 pytestmark = pytest.mark.slow
@@ -792,10 +792,7 @@ def _run_mode(mode_name: str, tmp: Path) -> ModeRun:
         try:
             _run_steps(mode, run, p, env)
         finally:
-            for status in (tmp / "proj").glob(".offload-dist/*/status.json"):
-                srv = json.loads(status.read_text())
-                subprocess.run([_SCCACHE, "--stop-server"], capture_output=True, timeout=60,
-                               env=dict(os.environ, SCCACHE_SERVER_UDS=srv["socket"], SCCACHE_CONF=srv["config"]))
+            stop_tool_servers(tmp / "proj")
         # Compiles the build servers ran (the scheduler's log): some for HIP and nvcc, none for
         # OpenMP, whose compiles stay here without sccache.
         jobs = len(cluster.started_jobs())
