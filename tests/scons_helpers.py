@@ -72,6 +72,16 @@ class Project:
         return self.scons("-q", *args, check=False).returncode == 0
 
 
+def assert_clean_failure(cp: subprocess.CompletedProcess) -> str:
+    """A failed SCons run that ended as SCons ends a failed build: exit status 2, no Python
+    traceback, no exception reported by the collector, no fatal error or signal. Its output."""
+    out = cp.stdout + cp.stderr
+    assert cp.returncode == 2, f"exit status {cp.returncode} (2 expected):\n{out}"
+    for sign in ("Traceback (most recent call last)", "Exception ignored", "Fatal Python error", "BufferError"):
+        assert sign not in out, out
+    return out
+
+
 def actions(cp: subprocess.CompletedProcess) -> list[tuple[str, str]]:
     """The (kind, rest) of each action line a run printed."""
     out = []

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from conftest import REPO, need_tool
-from scons_helpers import Project
+from scons_helpers import Project, assert_clean_failure
 
 sys.path.insert(0, str(REPO / "site_scons" / "site_tools"))
 
@@ -61,8 +61,7 @@ def test_damaged_hipfb_stops_the_build(tmp_path):
     hipfb.write_bytes(bytes(data))
     os.utime(hipfb, (1, 1))
     cp = p.scons(check=False)
-    out = cp.stdout + cp.stderr
-    assert cp.returncode != 0, out
+    out = assert_clean_failure(cp)
     assert "offload: error: " in out and "vadd.hipfb: damaged offload container" in out, out
 
 
@@ -82,5 +81,5 @@ def test_damaged_carrier_stops_the_link(tmp_path):
     os.utime(carrier, (1, 1))
     (p.root / "app").unlink()  # a partial build that must link again: `scons app`
     cp = p.scons("app", check=False)
-    out = cp.stdout + cp.stderr
-    assert cp.returncode != 0 and "app.offload.o: damaged offload container" in out, out
+    out = assert_clean_failure(cp)
+    assert "app.offload.o: damaged offload container" in out, out

@@ -15,7 +15,7 @@ import subprocess
 import pytest
 
 from conftest import need_tool, run_cli
-from scons_helpers import Project, device_archs
+from scons_helpers import Project, assert_clean_failure, device_archs
 
 pytestmark = pytest.mark.slow
 
@@ -50,12 +50,35 @@ def _truncate(path, keep_mtime: bool) -> None:
         os.utime(path, (st.st_mtime + 5, st.st_mtime + 5))
 
 
-def _damage_and_recover(p: Project, damaged, program: str, require: str, keep_mtime: bool, *args: str) -> None:
+def _stretch(path, keep_mtime: bool) -> None:
+    """A section in the middle of the section header table made to end past the end of the file
+    (its `sh_size` set to the file's size): the reader fails half-way through the table, with its
+    views of the file still in use, which once crashed the SCons process when the error's
+    traceback was collected."""
+    import struct
+    st = path.stat()
+    data = bytearray(path.read_bytes())
+    assert data[:4] == b"\x7fELF" and data[4] == 2 and data[5] == 1, path  # 64-bit little-endian
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    holding = [i for i in range(1, shnum)
+               if struct.unpack_from("<I", data, shoff + i * shentsize + 4)[0] == 1  # SHT_PROGBITS
+               and struct.unpack_from("<Q", data, shoff + i * shentsize + 32)[0]]
+    assert len(holding) >= 2, path
+    struct.pack_into("<Q", data, shoff + holding[len(holding) // 2] * shentsize + 32, len(data))
+    path.write_bytes(bytes(data))
+    if keep_mtime:
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    else:
+        os.utime(path, (st.st_mtime + 5, st.st_mtime + 5))
+
+
+def _damage_and_recover(p: Project, damaged, program: str, require: str, keep_mtime: bool, *args: str,
+                        damage=_truncate) -> None:
     assert damaged.exists(), sorted(str(x) for x in damaged.parent.iterdir())
-    _truncate(damaged, keep_mtime)
+    damage(damaged, keep_mtime)
     cp = p.scons(*args, check=False)
-    out = cp.stdout + cp.stderr
-    assert cp.returncode != 0, out
+    out = assert_clean_failure(cp)
     errors = [line for line in out.splitlines() if line.startswith("offload: error:")]
     assert len(errors) == 1, out
     assert f"{damaged.relative_to(p.root)}: damaged device object" in errors[0], out
@@ -68,17 +91,35 @@ def _damage_and_recover(p: Project, damaged, program: str, require: str, keep_mt
 
 @pytest.mark.parametrize("keep_mtime", [True, False], ids=["same-mtime", "new-mtime"])
 def test_truncated_hip_code_object(tmp_path, keep_mtime):
+    _hip_code_object(tmp_path, keep_mtime, _truncate)
+
+
+def test_stretched_hip_code_object(tmp_path):
+    _hip_code_object(tmp_path, True, _stretch)
+
+
+def _hip_code_object(tmp_path, keep_mtime, damage):
     need_tool("clang-19")
     p = Project(tmp_path / "p", {
         "SConstruct": "env = Environment(tools=['default', 'offload'], OFFLOAD_CLANG='clang-19', "
                       "OFFLOAD_ARCHS=['gfx90a'], OFFLOAD_HIP_DRIVER='old')\nenv.OffloadProgram('v', ['src/v.hip'])\n",
         "src/v.hip": HIP})
     p.scons()
-    _damage_and_recover(p, p.root / "src" / "v.gfx90a.co", "v", "gfx90a", keep_mtime)
+    _damage_and_recover(p, p.root / "src" / "v.gfx90a.co", "v", "gfx90a", keep_mtime, damage=damage)
 
 
 @pytest.mark.parametrize("keep_mtime", [True, False], ids=["same-mtime", "new-mtime"])
 def test_truncated_nvcc_cubin(tmp_path, keep_mtime):
+    _nvcc_cubin(tmp_path, keep_mtime, _truncate)
+
+
+def test_stretched_nvcc_cubin(tmp_path):
+    # A new timestamp: nvcc's intermediates are judged by timestamp, then content, and a file of
+    # the same size and time is taken as unchanged (the fat binary made from it is whole).
+    _nvcc_cubin(tmp_path, False, _stretch)
+
+
+def _nvcc_cubin(tmp_path, keep_mtime, damage):
     if not (shutil.which("nvcc") or os.path.exists("/usr/local/cuda/bin/nvcc")):
         pytest.skip("nvcc not available")
     p = Project(tmp_path / "p", {
@@ -87,19 +128,23 @@ def test_truncated_nvcc_cubin(tmp_path, keep_mtime):
                       "env.OffloadProgram('k', ['src/k.cu'])\n",
         "src/k.cu": CUDA})
     p.scons()
-    _damage_and_recover(p, p.root / "src" / "k.sm_80.cubin", "k", "sm_80", keep_mtime)
+    _damage_and_recover(p, p.root / "src" / "k.sm_80.cubin", "k", "sm_80", keep_mtime, damage=damage)
 
 
-@pytest.mark.parametrize("keep_mtime", [True, False], ids=["same-mtime", "new-mtime"])
-@pytest.mark.parametrize("name", ["main.sm_80.o", "main.gfx90a.bc"])
-def test_truncated_openmp_device_object(tmp_path, name, keep_mtime):
+@pytest.mark.parametrize("keep_mtime, damage, name",
+                         [(True, _truncate, "main.sm_80.o"), (False, _truncate, "main.sm_80.o"),
+                          (True, _truncate, "main.gfx90a.bc"), (False, _truncate, "main.gfx90a.bc"),
+                          (True, _stretch, "main.sm_80.o")],  # bitcode has no section table
+                         ids=["sm_80-same-mtime", "sm_80-new-mtime", "gfx90a-same-mtime", "gfx90a-new-mtime",
+                              "sm_80-stretched"])
+def test_truncated_openmp_device_object(tmp_path, name, keep_mtime, damage):
     need_tool("clang-19")
     p = Project(tmp_path / "p", {
         "SConstruct": "env = Environment(tools=['default', 'offload'], OFFLOAD_CLANG='clang-19', "
                       "OFFLOAD_ARCHS=['sm_80', 'gfx90a'])\nenv.OffloadProgram('app', ['src/main.c'])\n",
         "src/main.c": OPENMP})
     p.scons()
-    _damage_and_recover(p, p.root / "src" / name, "app", "sm_80,gfx90a", keep_mtime)
+    _damage_and_recover(p, p.root / "src" / name, "app", "sm_80,gfx90a", keep_mtime, damage=damage)
 
 
 @pytest.mark.parametrize("damaged, split", [("src/twice.o", "1"), ("scale.sm_80.dlink.cubin", "1"),
@@ -153,8 +198,7 @@ def test_damaged_cachedir_copy_is_dropped(tmp_path, case):
     assert not target.exists()
 
     cp = p.scons(check=False)  # fetches every object from the cache, the damaged one too
-    out = cp.stdout + cp.stderr
-    assert cp.returncode != 0, out
+    out = assert_clean_failure(cp)
     assert device_archs(cp)[arch] == 0, out
     errors = [line for line in out.splitlines() if line.startswith("offload: error:")]
     assert len(errors) == 1, out

@@ -45,6 +45,7 @@ __all__ = [
     "SHT_NULL", "SHT_PROGBITS", "SHT_SYMTAB", "SHT_STRTAB", "SHT_RELA", "SHT_NOBITS", "SHT_REL",
     "SHT_GROUP", "SHT_SYMTAB_SHNDX", "SHT_LLVM_ADDRSIG", "SHT_LLVM_OFFLOADING", "SHF_EXCLUDE",
     "SHF_GROUP", "SHF_INFO_LINK", "SHF_LINK_ORDER", "ElfSection", "NewSection", "ElfType",
+    "EM_CUDA", "SHT_CUDA_NO_FILE_BYTES", "holds_file_bytes",
     "is_elf", "elf_type", "read_sections", "open_elffile", "add_sections", "remove_sections",
     "empty_relocatable_like",
 ]
@@ -68,6 +69,25 @@ SHT_CREL = 0x40000014
 SHT_ANDROID_REL, SHT_ANDROID_RELA = 0x60000001, 0x60000002
 SHT_LLVM_ADDRSIG = 0x6FFF4C03
 SHT_LLVM_OFFLOADING = 0x6FFF4C0B
+
+EM_CUDA = 190
+
+#: NVIDIA's processor-specific section types that, like SHT_NOBITS, reserve device memory and
+#: take no bytes of the file: `.nv.global` (SHT_CUDA_GLOBAL), `.nv.local.<f>` (SHT_CUDA_LOCAL),
+#: `.nv.shared.<f>` (SHT_CUDA_SHARED) and `.nv.shared.reserved.*` (SHT_CUDA_SHARED_RESERVED).
+#: ptxas writes them in relocatable device code (`-rdc`, clang's CUDA and OpenMP device objects);
+#: their `sh_offset + sh_size` may lie past the end of the file.  `.nv.global.init` (0x70000008)
+#: and the constant banks hold their bytes.  The values mean nothing on other machines.
+SHT_CUDA_NO_FILE_BYTES = {0x70000007: "SHT_CUDA_GLOBAL", 0x70000009: "SHT_CUDA_LOCAL",
+                          0x7000000A: "SHT_CUDA_SHARED", 0x70000015: "SHT_CUDA_SHARED_RESERVED"}
+
+
+def holds_file_bytes(sh_type: int, e_machine: int) -> bool:
+    """Whether a section of type `sh_type` in an ELF file for `e_machine` stores its contents in
+    the file (SHT_NOBITS never does, nor NVIDIA's memory-reserving types)."""
+    if sh_type == SHT_NOBITS:
+        return False
+    return not (e_machine == EM_CUDA and sh_type in SHT_CUDA_NO_FILE_BYTES)
 
 SHF_ALLOC = 0x2
 SHF_INFO_LINK = 0x40
@@ -346,10 +366,15 @@ class _Elf:
         self.shstrndx = shstrndx
         headers = []
         make = self.shdr_tuple._make
-        table = self.shdr_struct.iter_unpack(self.buf[e.e_shoff:table_end])
+        # A copy, not a view: an iterator over a memoryview holds an export of it, and an error
+        # raised mid-table would keep that export alive in the traceback's frames; if those end up
+        # in a reference cycle, CPython 3.11's collector cannot clear the view ("memoryview has 1
+        # exported buffer") and the process may crash.  The table is small (64 bytes a section).
+        table = self.shdr_struct.iter_unpack(bytes(self.buf[e.e_shoff:table_end]))
+        machine = e.e_machine
         for i, fields in enumerate(table):
             h = make(fields)
-            if h.sh_type != SHT_NOBITS and h.sh_size:
+            if h.sh_size and holds_file_bytes(h.sh_type, machine):
                 if h.sh_offset > size or h.sh_size > size - h.sh_offset:
                     hoff = e.e_shoff + i * self.shdr_struct.size
                     raise ElfError(f"section {i} (header at {hoff:#x}): sh_offset {h.sh_offset:#x} + sh_size "
@@ -361,9 +386,9 @@ class _Elf:
         names = b""
         if shstrndx != SHN_UNDEF:
             sh = headers[shstrndx]
-            if sh.sh_type == SHT_NOBITS:
+            if not holds_file_bytes(sh.sh_type, machine):
                 raise self._field_error(off_shstrndx, "e_shstrndx", f"section {shstrndx} holding the section "
-                                        f"names is SHT_NOBITS")
+                                        f"names has no contents in the file (sh_type {sh.sh_type:#x})")
             names = bytes(self.buf[sh.sh_offset:sh.sh_offset + sh.sh_size])
         self.shstrtab = names
         budget.charge("entries", len(headers), f"ELF section header table at {e.e_shoff:#x}")
@@ -392,7 +417,7 @@ class _Elf:
                                    f"section name table")
                 budget.charge("names", end - h.sh_name, f"section {i} name")
                 name = resolved[h.sh_name] = names[h.sh_name:end].decode("utf-8", "surrogateescape")
-            if h.sh_type == SHT_NOBITS:
+            if not holds_file_bytes(h.sh_type, machine):
                 data = self.buf[0:0]
             else:
                 data = self.buf[h.sh_offset:h.sh_offset + h.sh_size]
@@ -544,7 +569,9 @@ def _keep_unknown_tail(elf: _Elf, keep_end: int) -> int:
     size = len(elf.buf)
     if keep_end >= size:
         return keep_end
-    known = [(s.offset, s.offset + s.size) for s in elf.sections if s.sh_type != SHT_NOBITS and s.size]
+    machine = elf.ehdr.e_machine
+    known = [(s.offset, s.offset + s.size) for s in elf.sections
+             if s.size and holds_file_bytes(s.sh_type, machine)]
     e = elf.ehdr
     if e.e_shoff:
         known.append((e.e_shoff, e.e_shoff + elf.shnum * elf.shdr_struct.size))

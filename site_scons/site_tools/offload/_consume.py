@@ -128,9 +128,13 @@ def _check(path: str, kind: str) -> None:
         check_image(path, kind)
 
 
-def _damage(path: str, kind: str):
-    """The `OffloadError` saying how the file at `path` is damaged as `kind`, or None when it is
-    whole, missing or unreadable (a step that reads it says so in its own words)."""
+def _damage(path: str, kind: str) -> str | None:
+    """How the file at `path` is damaged as `kind` (the library's one-line message), or None when
+    it is whole, missing or unreadable (a step that reads it says so in its own words).
+
+    Only the message is kept, never the exception: its traceback holds the reader's frames and
+    their views of the file, and a caller's local naming it closes a reference cycle through
+    `f_back`, which CPython's collector may fail to clear (a crash of the SCons process)."""
     from offload_tool.errors import OffloadError
 
     try:
@@ -138,7 +142,7 @@ def _damage(path: str, kind: str):
     except OSError:
         return None
     except OffloadError as exc:
-        return exc
+        return str(exc)
     return None
 
 
@@ -154,8 +158,8 @@ def check_device_object(path: str, kind: str, built: bool = True) -> str | None:
     never removed, only named."""
     from offload_tool.printable import printable
 
-    exc = _damage(path, kind)
-    if exc is None:
+    damage = _damage(path, kind)
+    if damage is None:
         return None
     what = "not used"
     if built:
@@ -164,7 +168,7 @@ def check_device_object(path: str, kind: str, built: bool = True) -> str | None:
             what = "removed so that the next build remakes it"
         except OSError as rm:
             what = f"remove it so that it is rebuilt (it could not be removed: {rm.strerror or rm})"
-    return printable(f"{path}: damaged device object, not used: {exc} ({what})")
+    return printable(f"{path}: damaged device object, not used: {damage} ({what})")
 
 
 def drop_damaged_cache_copy(node, kind: str) -> str | None:
