@@ -214,11 +214,22 @@ def names_when_cleaning(folder) -> list[str]:
 
 def read_path(node) -> str:
     """The file a compiler opens for `node`: the node's own file where it exists (a variant
-    directory's copy), else its source-tree file (a variant directory with `duplicate=0`)."""
+    directory's copy), else its source-tree file (a variant directory with `duplicate=0`), else
+    that file's copy in a `Repository` (SCons hands the compiler the repository's path, so its
+    identity and text are that file's)."""
     path = node.get_abspath()
     if os.path.exists(path):
         return path
-    return node.srcnode().get_abspath()
+    src = node.srcnode()
+    rfile = getattr(src, "rfile", None)
+    return (rfile() if rfile is not None else src).get_abspath()
+
+
+def command_path(node) -> str:
+    """`node` as `$SOURCE` names it in a command line: its `Repository` copy where the file is
+    only there (SCons substitutes a source's `rfile()`), else the node itself."""
+    rfile = getattr(node, "rfile", None)
+    return str(rfile() if rfile is not None else node)
 
 
 def scanned_files(target) -> list:

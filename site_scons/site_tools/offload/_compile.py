@@ -26,9 +26,9 @@ import SCons.Util
 from . import _archs, _compdb, _consume, _host_ir, _languages, _openmp_sources, _settings_check, _toolchain
 from ._signatures import GroupSignatureAction
 from ._archs import archs_for, file_safe
-from ._builders import (COMPILER_VARS, LAUNCH, LIBRARY_VARS, PACKAGE_EMBED, PY, action, builder, canonical, group_builder,
-                        group_env, images, names_when_cleaning, node, nodes, package_embed_builder, pic_overrides,
-                        read_path, registry, scanned_files, settings, stem, wants)
+from ._builders import (COMPILER_VARS, LAUNCH, LIBRARY_VARS, PACKAGE_EMBED, PY, action, builder, canonical,
+                        command_path, group_builder, group_env, images, names_when_cleaning, node, nodes,
+                        package_embed_builder, pic_overrides, read_path, registry, scanned_files, settings, stem, wants)
 from ._languages import language_of
 
 COMMANDS = {
@@ -116,8 +116,8 @@ class _DeviceCompileAction(_CompileAction):
         if host_ir is None or len(cmd_list) != 1 or not source:
             return cmd_list, ignore, silent
         penv = _toolchain.build_env(env)
-        jobs = _host_ir.device_jobs(_toolchain.argv_as_run(cmd_list[0], env, penv), str(source[0]), str(target[0]),
-                                    str(host_ir), penv)
+        jobs = _host_ir.device_jobs(_toolchain.argv_as_run(cmd_list[0], env, penv), command_path(source[0]),
+                                    str(target[0]), str(host_ir), penv)
         if jobs is None:
             return cmd_list, ignore, silent
         # One command line (`a && b`, as SCons runs and shows a shell command), so that a
@@ -146,7 +146,7 @@ def _quoted(arg: str):
 
 def _foreign_language_hint(src) -> str | None:
     try:
-        with open(src.srcnode().get_abspath(), "rb") as f:
+        with open(read_path(src), "rb") as f:
             text = f.read(1 << 20)
     except OSError:
         return None

@@ -61,7 +61,7 @@ def holds_target_construct(env, node) -> bool:
     """Whether `node`'s file, or a header it includes that lies in its folder or on `CPPPATH`,
     holds an OpenMP target construct. A file that cannot be read yet (generated) counts as
     holding one: it stays OpenMP offload, which is always correct."""
-    src = node.srcnode().get_abspath()
+    src = read_path(node)
     if not os.path.exists(src):
         return True
     dirs = _include_dirs(env, node)
