@@ -2,9 +2,16 @@
 
 Languages themselves are records in `_languages`; this module only knows archs: which vendor an
 arch belongs to (a language is built for the archs of its vendors) and its device triple, by a
-table of rules (`RULES`): NVIDIA's and AMD's as `offload_tool.rules.target_id` knows them, and
-any a way of building adds (`add_rule`, `env.OffloadAddArchs`: `amdgcnspirv` as a vendor of its
-own for HIP on SPIR-V, `spirv64` for a SYCL-like language).
+table of rules (`RULES`): NVIDIA's (`sm_*`) and AMD's (`gfx*`, and the names
+`offload_tool.rules.target_id` knows of any LLVM release, such as `fiji`), and any a way of
+building adds (`add_rule`, `env.OffloadAddArchs`: `amdgcnspirv` as a vendor of its own for HIP on
+SPIR-V, `spirv64` for a SYCL-like language).
+
+Which vendor an arch is comes from its name; whether it exists is the compiler's to say: archs
+come and go between releases (LLVM 20 dropped gfx940 and gfx941, which clang 19 builds; CUDA 13
+dropped sm_70), so the compiler that builds a source is asked which archs it knows
+(`_toolchain.offload_archs`, checked where a source is made: `_flavours.check_archs`), not the
+newest LLVM this tool knows of.
 
 Validation runs when a builder is called, i.e. while the SConscripts are read, so a bad arch
 fails before anything is built. The canonical forms come from `offload_tool.rules.target_id`, which
@@ -24,8 +31,14 @@ from offload_tool.errors import OffloadError
 
 _memo: dict[tuple, list[str]] = {}
 
-#: The newest LLVM whose arch tables the library knows: what makes an arch an arch at all.
-NEWEST_LLVM = 22
+#: The LLVM releases whose arch tables the library knows, newest first: where a name's canonical
+#: form (aliases, target features) is read when the compiler in use's own release does not have it.
+LLVM_TABLES = (22, 21, 20, 19)
+NEWEST_LLVM = LLVM_TABLES[0]
+
+#: Names that are NVIDIA's or AMD's offload archs by their form, whichever release has them.
+_NAME_VENDORS = ((re.compile(r"sm_\d+[af]?"), "nvidia"),
+                 (re.compile(r"gfx[0-9a-f]+(?:(?:-\d+)*-generic)?"), "amd"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,13 +55,21 @@ class ArchRule:
 
 @functools.lru_cache(maxsize=None)
 def _library_vendor(arch: str) -> str | None:
+    """NVIDIA or AMD by the processor's name: its form (`sm_*`, `gfx*`), else any release's table
+    (aliases such as `fiji`, `amdgcnspirv`). Not whether a compiler knows it (`known_to`)."""
     from offload_tool.rules import target_id
-    return target_id.offload_arch_vendor(arch, NEWEST_LLVM)
+    processor = arch.partition(":")[0]
+    for pattern, vendor in _NAME_VENDORS:
+        if pattern.fullmatch(processor):
+            return vendor
+    return next(filter(None, (target_id.offload_arch_vendor(processor, v) for v in LLVM_TABLES)), None)
 
 
 def _library_triple(arch: str) -> str:
     from offload_tool.rules import target_id
-    return target_id.offload_triple(arch, NEWEST_LLVM)
+    if _library_vendor(arch) == "nvidia":
+        return "nvptx64-nvidia-cuda"
+    return "spirv64-amd-amdhsa" if arch.partition(":")[0] == "amdgcnspirv" else target_id.AMDGCN_TRIPLE
 
 
 #: The rules, the first that claims an arch deciding; added rules come before the library's.
@@ -151,11 +172,11 @@ def canonical_arch(arch: str, llvm_version: int, var: str) -> str:
     try:
         canon = target_id.canonical_offload_arch(arch, llvm_version=llvm_version)
     except OffloadError as exc:
-        # An arch newer than the clang in use (sm_120 with clang 19) is still an arch: nvcc may
-        # build it; the clang flavours refuse it for their sources (`known_to`).
-        try:
-            canon = target_id.canonical_offload_arch(arch, llvm_version=NEWEST_LLVM)
-        except OffloadError:
+        # An arch the clang in use lacks (sm_120 with clang 19, gfx940 with clang 22) is still an
+        # arch: nvcc or another clang may build it; whether the compiler of a source knows it is
+        # asked where the source is made (`_flavours.check_archs`).
+        canon = _canonical_elsewhere(arch, llvm_version)
+        if canon is None:
             raise SCons.Errors.UserError(f"offload: {var}: '{arch}': {exc}") from None
     rule = rule_of(canon)
     v = rule.vendor if rule else None
@@ -169,19 +190,39 @@ def canonical_arch(arch: str, llvm_version: int, var: str) -> str:
     return canon
 
 
-def is_offload_arch_file_part(part: str) -> bool:
-    """True when `part` is an offload arch as `file_safe` writes it (`sm_80`, `gfx90a_xnack+`)."""
+def _canonical_elsewhere(arch: str, llvm_version: int) -> str | None:
+    """The canonical form of an arch the library's table of `llvm_version` lacks: another
+    release's (`gfx940:xnack+` with clang 22), else, for a name no release has but of a vendor's
+    form (`gfx9999`, a processor newer than the library), the name with its features in clang's
+    order; the compiler says later whether it knows it. None when neither (a processor some release
+    knows with a feature it lacks, a malformed target ID, a name of no vendor)."""
     from offload_tool.rules import target_id
 
+    for version in LLVM_TABLES:
+        if version != llvm_version:
+            try:
+                return target_id.canonical_offload_arch(arch, llvm_version=version)
+            except OffloadError:
+                continue
+    processor = arch.partition(":")[0]
+    if any(target_id.offload_arch_vendor(processor, v) for v in LLVM_TABLES):
+        return None
+    parsed = target_id.parse_target_id_format(arch)
+    if parsed is None or not any(p.fullmatch(processor) for p, _ in _NAME_VENDORS):
+        return None
+    return target_id.TargetID(processor, tuple(sorted(parsed[1].items()))).canonical
+
+
+def is_offload_arch_file_part(part: str) -> bool:
+    """True when `part` is an offload arch as `file_safe` writes it (`sm_80`, `gfx90a_xnack+`),
+    of any release (the files of `gfx940`, built by clang 19, are cleaned under clang 22 too)."""
     if _added(part):
         return True
     arch = part.replace("_", ":")
     if arch.startswith("sm:"):
         arch = "sm_" + arch[3:]
-    try:
-        return rule_of(target_id.canonical_offload_arch(arch, llvm_version=NEWEST_LLVM)) is not None
-    except (OffloadError, TypeError):
-        return False
+    from offload_tool.rules import target_id
+    return target_id.parse_target_id_format(arch) is not None and rule_of(arch) is not None
 
 
 def vendor(arch: str) -> str | None:
@@ -200,17 +241,54 @@ def triple(arch: str) -> str:
     return rule.triple(arch) if rule else _library_triple(arch)
 
 
-def known_to(arch: str, llvm_version: int) -> bool:
-    """Whether a clang of `llvm_version` knows `arch` (a canonical arch, not PTX only; an added
-    rule's archs are its own: they are taken as known)."""
+def known_to(arch: str, known: dict[str, frozenset[str]] | None, llvm_version: int | None = None) -> bool:
+    """Whether a compiler knows `arch` (canonical): its processor is among the names the compiler
+    listed for its vendor (`known`, `_toolchain.offload_archs`; a PTX-only arch by its own name).
+    An added rule's archs are its own: they are taken as known. A compiler that could not say
+    (`known` None) is judged by the library's table of its LLVM release, when it has one, else
+    left to say so itself when it compiles."""
     from offload_tool.rules import target_id
     if _added(arch):
         return True
-    try:
-        target_id.canonical_offload_arch(arch, llvm_version=llvm_version)
-        return True
-    except OffloadError:
-        return False
+    if known is None:
+        if llvm_version is None or ptx_only(arch):
+            return True
+        try:
+            target_id.canonical_offload_arch(arch, llvm_version=llvm_version)
+            return True
+        except OffloadError:
+            return False
+    names = known.get(vendor(arch) or "")
+    return names is None or arch.partition(":")[0] in names
+
+
+def known_names(known: dict[str, frozenset[str]], vendor_: str) -> list[str]:
+    """The archs of `vendor_` a compiler listed, in release order (`gfx600 ... gfx1201`), without
+    aliases or what is no offload arch (`generic`, `generic-hsa`), for a message."""
+    pattern = next((p for p, v in _NAME_VENDORS if v == vendor_), None)
+    names = [n for n in known.get(vendor_, ()) if pattern is None or pattern.fullmatch(n)]
+    return sorted(names, key=_release_order)
+
+
+def _release_order(name: str) -> tuple:
+    """`sm_90` < `sm_90a` < `sm_100`; `gfx90a` < `gfx9-generic` < `gfx1010` (AMD's major version is
+    all digits but the last two, minor and stepping; a generic target after its family)."""
+    m = re.fullmatch(r"gfx(\d+)([0-9a-f]{2})", name) or re.fullmatch(r"gfx(\d+)(.*-generic)", name) \
+        or re.fullmatch(r"\w+?_(\d+)(\w*)", name)
+    return (int(m.group(1)), m.group(2).endswith("-generic"), m.group(2)) if m else (0, False, name)
+
+
+def releases_knowing(arch: str) -> list[int]:
+    """The LLVM releases whose table (the library's) has `arch`, oldest first: a hint only."""
+    from offload_tool.rules import target_id
+    out = []
+    for version in sorted(LLVM_TABLES):
+        try:
+            target_id.canonical_offload_arch(arch, llvm_version=version)
+            out.append(version)
+        except OffloadError:
+            pass
+    return out
 
 
 def refuse_ptx_only(archs: list[str], compiler: str, lang_name: str) -> None:

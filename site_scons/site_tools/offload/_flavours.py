@@ -253,17 +253,46 @@ def OffloadAddFlavour(env, flavour, link_flags=(), library_inputs=(), split_devi
 
 
 def check_archs(senv, archs, flavour: Flavour, lang, source) -> None:
-    """PTX-only archs (`compute_NN`) are nvcc's alone; an arch newer than the clang that would
-    compile the source (sm_120 with clang 19) is refused here, naming what builds it."""
+    """PTX-only archs (`compute_NN`) are nvcc's alone; an arch the compiler that would build the
+    source does not know (sm_120 with clang 19, gfx940 with clang 22, sm_70 with CUDA 13's nvcc) is
+    refused here, naming that compiler, its release and the archs it knows: else it fails per
+    compile, or, where the tool judged by another release's tables, a good arch was refused. The
+    compiler is asked (`_toolchain.offload_archs`, kept between runs). hipcc is not: it is a
+    script whose clang its environment picks, so its answers could not be kept, and asking it
+    would cost ~0.4 s in every null build; it says itself when it compiles."""
     if isinstance(flavour, Nvcc):
+        nvcc = senv.subst("$OFFLOAD_NVCC").strip() if senv.get("OFFLOAD_NVCC") else ""
+        if nvcc:
+            _refuse_unknown(senv, archs, lang, source, nvcc, _toolchain.offload_archs(senv, nvcc, nvcc=True), None)
         return
     compiler = (flavour.compiler or ("", "clang"))[1]
     _archs.refuse_ptx_only(archs, compiler, lang.name)
     if flavour.compiler and flavour.compiler[0] == "OFFLOAD_CLANG":
-        major = _toolchain.clang_major(senv)
-        for a in archs:
-            if not _archs.known_to(a, major):
-                other = " (or OFFLOAD_CUDA_COMPILER='nvcc')" if lang.offload_kind == "cuda" else ""
-                raise SCons.Errors.UserError(
-                    f"offload: OFFLOAD_ARCHS: '{a}' is newer than the clang in use (LLVM {major}), which compiles "
-                    f"'{source}' ({lang.name}): a newer clang builds it{other}")
+        clang = senv.subst("$OFFLOAD_CLANG").strip()
+        _refuse_unknown(senv, archs, lang, source, clang, _toolchain.offload_archs(senv, clang),
+                        _toolchain.clang_major(senv))
+
+
+def _refuse_unknown(senv, archs, lang, source, command: str, known, major: int | None) -> None:
+    """The `UserError` for the first of `archs` that `command` does not know (`major`: its LLVM
+    release when it is clang; `known`: what it listed, None when it could not say)."""
+    bad = next((a for a in archs if not _archs.known_to(a, known, major)), None)
+    if bad is None:
+        return
+    nvcc = major is None
+    vendor = _archs.vendor(bad)
+    names = _archs.known_names(known or {}, vendor)
+    if nvcc:  # the variants nvcc does not list, which `offload_archs` added
+        names = [n for n in names if not (n[-1] in "af" and n[:-1] in names)]
+    knows = f" (it knows {', '.join(names)})" if names else ""
+    if nvcc:
+        fix = "an arch it knows, or a CUDA whose nvcc knows it (OFFLOAD_NVCC)"
+    else:
+        releases = [v for v in _archs.releases_knowing(bad) if v != major]
+        fix = ("a clang of LLVM " + (f"{releases[0]}" if len(releases) == 1 else f"{releases[0]} to {releases[-1]}")
+               + " knows it (OFFLOAD_CLANG)") if releases else "an arch it knows, or a clang that knows it (OFFLOAD_CLANG)"
+        if lang.offload_kind == "cuda":
+            fix += ", or nvcc (OFFLOAD_CUDA_COMPILER='nvcc')"
+    raise SCons.Errors.UserError(
+        f"offload: OFFLOAD_ARCHS: '{bad}' is not an offload arch {_toolchain.compiler_words(senv, command, nvcc)} "
+        f"knows{knows}, which compiles '{source}' ({lang.name}): {fix}")

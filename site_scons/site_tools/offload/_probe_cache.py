@@ -6,9 +6,11 @@ clang's installation does, so they are kept in `.sconsign.offload-probes.json` b
 `.sconsign` at the top of the project, keyed by everything they can depend on:
 
 - the command, the path it resolved to and the build's process environment (`env['ENV']`);
-- the real file behind that path, which must be a clang executable itself (ELF, named `clang*`):
-  a wrapper (ccache, a site script) answers for a compiler the key cannot see, so it is asked
-  every run, as before;
+- what is asked (`probe`: the offload archs a compiler knows are one probe, its identity and
+  runtimes another);
+- the real file behind that path, which must be the compiler executable itself (ELF, named
+  `clang*`, or `nvcc` for the questions nvcc is asked): a wrapper (ccache, a site script, hipcc's
+  Perl script) answers for a compiler the key cannot see, so it is asked every run, as before;
 - that file's size, inode and modification time, and the modification times of its folder (the
   helper programs beside it) and of `<prefix>/lib` (the OpenMP runtimes): installing, removing or
   upgrading any of them changes the key.
@@ -51,15 +53,33 @@ def _stat_part(path: str) -> list | None:
     return [st.st_size, st.st_ino, st.st_mtime_ns]
 
 
-def key(command: str, path: str, penv: dict, clang: bool) -> str | None:
+def _nvcc_executable(path: str | None) -> str | None:
+    """The real file behind `path` when it is nvcc itself (ELF, named `nvcc`): its answers depend on
+    that file alone, as a clang's do on its installation."""
+    if not path:
+        return None
+    real = os.path.realpath(path)
+    if os.path.basename(real) != "nvcc":
+        return None
+    try:
+        with open(real, "rb") as f:
+            return real if f.read(4) == b"\x7fELF" else None
+    except OSError:
+        return None
+
+
+def key(command: str, path: str, penv: dict, clang: bool, probe: str = "") -> str | None:
     """The cache key of a probe of `command` (resolved to `path`), or None when its answers are
-    not to be kept (see the module docstring)."""
-    real = clang_executable(path)
+    not to be kept (see the module docstring). `probe` names what is asked when it is not the
+    compiler's identity and runtimes (whose keys stay as they were)."""
+    real = clang_executable(path) if clang else (clang_executable(path) or _nvcc_executable(path))
     if real is None:
         return None
     bindir = os.path.dirname(real)
     parts = [_SCHEMA, command, path, real, sorted(penv.items()), clang, _stat_part(real), _stat_part(bindir),
              _stat_part(os.path.join(os.path.dirname(bindir), "lib"))]
+    if probe:
+        parts.append(probe)
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 

@@ -93,13 +93,15 @@ def search_path(env) -> list[str]:
     return dirs
 
 
-def _run_all(argvs: list[list[str]], penv: dict) -> list[str | None]:
-    """Run the commands in parallel; each one's stdout, or None when it could not run or failed."""
+def _run_all(argvs: list[list[str]], penv: dict, stderr: bool = False) -> list[str | None]:
+    """Run the commands in parallel; each one's stdout (with its stderr after it when `stderr`:
+    clang prints some answers there), or None when it could not run or failed."""
     procs = []
     for argv in argvs:
         try:
-            procs.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                          stdin=subprocess.DEVNULL, env=penv, text=True))
+            procs.append(subprocess.Popen(argv, stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT if stderr else subprocess.DEVNULL,
+                                          stdin=subprocess.DEVNULL, env=penv, text=True, errors="replace"))
         except OSError:
             procs.append(None)
     out: list[str | None] = []
@@ -194,6 +196,82 @@ def _asked(env, command: str, path: str, penv: dict, clang: bool, queries: list[
         found = [_found_file(a) for a in answers[1:]]
         _probe_cache.store(top, k, answers, [p for p in found if p])
     return answers
+
+
+#: The device target whose processors a clang lists for each vendor (`--print-supported-cpus`).
+_CPU_TARGETS = (("amd", "amdgcn-amd-amdhsa"), ("nvidia", "nvptx64-nvidia-cuda"))
+_OFFLOAD_ARCHS: dict[tuple, dict[str, frozenset[str]] | None] = {}
+
+
+def offload_archs(env, command: str, nvcc: bool = False) -> dict[str, frozenset[str]] | None:
+    """{vendor: the processor names `command` knows} (memoised; kept between runs with the other
+    probes' answers, `_probe_cache`), or None when it cannot say. Which archs exist changes with
+    the compiler, not only with the newest LLVM this tool knows of (LLVM 20 dropped gfx940 and
+    gfx941, which clang 19 builds; CUDA 13 dropped sm_70), so the compiler in use is asked:
+
+    - clang: `--target=<vendor's device triple> -nogpulib --print-supported-cpus`, for AMD and
+      NVIDIA (its backend's processors, aliases such as `fiji` included);
+    - nvcc: `--list-gpu-code` (`sm_NN`) and `--list-gpu-arch` (`compute_NN`), its NVIDIA archs.
+      nvcc lists no accelerated or family variants (`sm_90a`, `sm_100f`); each listed `sm_NN`
+      stands for those too, and nvcc itself refuses one its GPU lacks (`sm_80a`)."""
+    path = resolve(env, command)
+    if path is None:
+        return None
+    key = (command, path, str(env["ENV"].get("PATH", "")), nvcc)
+    if key in _OFFLOAD_ARCHS:
+        return _OFFLOAD_ARCHS[key]
+    if nvcc:
+        queries = [[path, "--list-gpu-code"], [path, "--list-gpu-arch"]]
+    else:
+        queries = [[path, f"--target={triple}", "-nogpulib", "--print-supported-cpus"] for _, triple in _CPU_TARGETS]
+    penv = build_env(env)
+    top = env.Dir("#").get_abspath()
+    k = _probe_cache.key(command, path, penv, not nvcc, probe="offload-archs")
+    entry = _probe_cache.load(top, k) if k else None
+    if entry is not None and len(entry["answers"]) == len(queries):
+        names = entry["answers"]
+    else:
+        said = _run_all(queries, penv, stderr=not nvcc)
+        names = [_nvcc_archs(text) for text in said] if nvcc else [_listed_cpus(text) for text in said]
+        if k and all(n is not None for n in names):
+            _probe_cache.store(top, k, names, [])
+    if any(n is None for n in names):
+        found = None
+    elif nvcc:
+        sm = frozenset(names[0])
+        found = {"nvidia": sm | {a + v for a in sm for v in "af"} | frozenset(names[1])}
+    else:
+        found = {vendor: frozenset(n) for (vendor, _), n in zip(_CPU_TARGETS, names)}
+    _OFFLOAD_ARCHS[key] = found
+    return found
+
+
+def _listed_cpus(text: str | None) -> list[str] | None:
+    """The names under clang's `Available CPUs for this target:` (one per indented line), sorted;
+    None when it printed no such list."""
+    if not text or "Available CPUs for this target:" not in text:
+        return None
+    names = []
+    for line in text.split("Available CPUs for this target:", 1)[1].splitlines()[1:]:
+        if line.strip() and not line[:1].isspace():
+            break
+        names.extend(line.split())
+    return sorted(names) or None
+
+
+def _nvcc_archs(text: str | None) -> list[str] | None:
+    """The `sm_NN` / `compute_NN` names nvcc listed, sorted; None when it listed none."""
+    names = sorted(set(re.findall(r"\b(?:sm|compute)_\w+", text or "")))
+    return names or None
+
+
+def compiler_words(env, command: str, nvcc: bool = False) -> str:
+    """`command` with its release, for messages: `clang-22 (LLVM 22)`, `nvcc (CUDA 13.0)`."""
+    info = probe_compiler(env, command, clang=not nvcc)
+    if nvcc:
+        m = re.search(r"release (\d+\.\d+)", info.identity)
+        return f"{command} (CUDA {m.group(1)})" if m else command
+    return f"{command} (LLVM {info.major})" if info.major else command
 
 
 def find_clang(env) -> str | None:
