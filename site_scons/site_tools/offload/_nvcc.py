@@ -688,10 +688,12 @@ _NOT_SCANNED = SCons.Scanner.ScannerBase(lambda node, env, path: [], "offload-nv
 
 
 class _StepAction(SCons.Action.CommandAction):
-    """One of nvcc's steps. Its signature is the step's command as the plan gives it (file names
-    as placeholders, `__CUDA_ARCH_LIST__` left out) plus nvcc's identity, computed once when the
-    node is made (`_OFFLOAD_NVCC_STEPSIG`) rather than substituted per node on every run: a
-    source has two such nodes per arch and three more, and a null build signs them all."""
+    """One of nvcc's steps. Its signature is the step's command as the plan gives it, with every
+    file name relative to the top directory (the source's absolute path too: a moved tree or a
+    clone signs as this one does) and `__CUDA_ARCH_LIST__` left out, plus nvcc's identity,
+    computed once when the node is made (`_OFFLOAD_NVCC_STEPSIG`) rather than substituted per
+    node on every run: a source has two such nodes per arch and three more, and a null build
+    signs them all."""
 
     def get_contents(self, target, source, env):
         return env["_OFFLOAD_NVCC_STEPSIG"].encode()
@@ -903,14 +905,21 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
     def path(suffix: str) -> str:
         return folder + stem(fat) + suffix
 
-    def command(st: Step, files: dict) -> str:
-        return _command(st, files, src, srcabs)
+    def command(st: Step, files: dict, sign: bool = False) -> str:
+        # nvcc gives cudafe++ and cicc the source's absolute path (`--orig_src_path_name`), and
+        # so do the steps here: the module ID they write is a hash of it, as in `nvcc -c`. A
+        # step's signature (`sign`) names the source relative to the top, as it names every
+        # other file: a moved tree or a second clone signs its steps as this one does, so they
+        # are up to date or taken from a `CacheDir`, and keep the module ID of where they were
+        # first built (as the one `nvcc -c`'s object does under SCons), unique per source still.
+        return _command(st, files, src, "" if sign else srcabs)
 
     base = dict(o, ENV=step_env, _OFFLOAD_NVCC_SRC=src.replace("$", "$$"))
     nvcc_id = senv.subst("$_OFFLOAD_NVCC_ID")
 
-    def step(b, sources, cmd: str, **kw):
-        return b(fat, sources, _OFFLOAD_NVCC_STEP=cmd, _OFFLOAD_NVCC_STEPSIG=_step_signature(cmd, nvcc_id), **kw, **base)
+    def step(b, sources, cmd: str, sig: str | None = None, **kw):
+        return b(fat, sources, _OFFLOAD_NVCC_STEP=cmd, _OFFLOAD_NVCC_STEPSIG=_step_signature(sig or cmd, nvcc_id),
+                 **kw, **base)
     node_of: dict[str, object] = {}  # role -> node
     fe_step = next(st for st in plan.steps if st.kind == "fe")
     host_pp = next(st for st in plan.steps if st.kind == "host_pp")
@@ -926,8 +935,9 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
                 _opt(fe_step.argv, "--gen_c_file_name"): path(".cudafe1.cpp"),
                 _opt(fe_step.argv, "--module_id_file_name"): path(".module_id"),
                 os.path.basename(fe_step.stub): f"{stem(fat)}.cudafe1.stub.c"}
-    cmd = command(host_pp, {_out(host_pp): ii}) + " && " + command(fe_step, fe_files)
-    fe = step(env._OffloadNvccFrontEnd, s, cmd, _OFFLOAD_NVCC_II=os.path.join(top.get_abspath(), ii),
+    cmd, sig = (command(host_pp, {_out(host_pp): ii}, sign) + " && " + command(fe_step, fe_files, sign)
+                for sign in (False, True))
+    fe = step(env._OffloadNvccFrontEnd, s, cmd, sig, _OFFLOAD_NVCC_II=os.path.join(top.get_abspath(), ii),
               _OFFLOAD_NVCC_II_TEMP=True)
     _rerun_if_list_used(env, fe, arch_list)
     _intermediates(fe)
@@ -959,7 +969,8 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
             for p in ptxas:
                 cmds.append(command(p, {_out(st): ptx, _out(p): path(_cubin_name(v, p.real))}))
             cmds.extend(command(p, {_out(st): ptx}) for p in plan.steps if p.kind == "ptxas_check" and p.virtual == v)
-            made = step(env._OffloadNvccDevice, [node_of[f"ii.{v}"], node_of["module_id"]], " && ".join(cmds),
+            sig = " && ".join([command(st, files, sign=True)] + cmds[1:])
+            made = step(env._OffloadNvccDevice, [node_of[f"ii.{v}"], node_of["module_id"]], " && ".join(cmds), sig,
                         _OFFLOAD_NVCC_VARCH=v, _OFFLOAD_NVCC_RARCHS=[p.real for p in ptxas])
             _intermediates(made)
             node_of.update({f"ptx.{v}": made[0], f"stub.{v}": made[1]})
