@@ -55,7 +55,8 @@ def _checked_flavour(env, senv, s, lang, archs, kw):
     """The flavour of source `s`, once the settings it is built with are checked (archs for its
     language, archs its compiler knows, flags in the right variables, the compiler's runtime)."""
     flavour = _flavours.flavour_for(senv, lang)
-    _settings_check.archs_of_source(senv, s, lang, archs)
+    hip = _openmp_sources.includes_hip_runtime(senv, s) if not archs and lang.offload_kind == "cuda" else None
+    _settings_check.archs_of_source(senv, s, lang, archs, hip_code=hip)
     _flavours.check_archs(senv, archs, flavour, lang, s)
     _settings_check.check(env, kw, senv)
     flavour.check(senv)

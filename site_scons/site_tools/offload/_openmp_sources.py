@@ -13,7 +13,12 @@ or the call):
 2. any other C/C++ source is OpenMP offload, as before; when one holds no target construct, the
    build says so once (`note_without_target`): it costs a device compile per arch for nothing.
 
-`OFFLOAD_LANG='openmp'` (or `'host'`) on the call or the environment always wins."""
+`OFFLOAD_LANG='openmp'` (or `'host'`) on the call or the environment always wins.
+
+The same walk over a source's headers tells HIP code in a `.cu` file (hipified CUDA, HeCBench's
+`*-hip` programs), which its suffix makes CUDA: it includes `hip/hip_runtime.h`, itself or
+through a header (`includes_hip_runtime`), so that the error for its archs can name
+`OFFLOAD_LANG='hip'` rather than send the user to add an NVIDIA arch."""
 
 from __future__ import annotations
 
@@ -57,31 +62,43 @@ def _include_dirs(env, node) -> list[str]:
     return out
 
 
-def holds_target_construct(env, node) -> bool:
-    """Whether `node`'s file, or a header it includes that lies in its folder or on `CPPPATH`,
-    holds an OpenMP target construct. A file that cannot be read yet (generated) counts as
-    holding one: it stays OpenMP offload, which is always correct."""
-    src = read_path(node)
-    if not os.path.exists(src):
-        return True
+def _files(env, node):
+    """`node`'s file, then the headers it includes that lie in its folder or on `CPPPATH`, each
+    once (at most `_MAX_FILES`), as (path, `_scan` of it), while the caller asks for more."""
     dirs = _include_dirs(env, node)
-    seen, todo = set(), [src]
+    seen, todo = set(), [read_path(node)]
     while todo and len(seen) < _MAX_FILES:
         path = todo.pop()
         if path in seen:
             continue
         seen.add(path)
-        found, includes = _scan(path)
-        if found:
-            return True
+        scanned = _scan(path)
+        yield path, scanned
         here = os.path.dirname(path)
-        for quoted, name in includes:
+        for quoted, name in scanned[1]:
             for d in ([here] if quoted else []) + dirs:
                 p = os.path.normpath(os.path.join(d, name))
                 if os.path.isfile(p):
                     todo.append(p)
                     break
-    return False
+
+
+def holds_target_construct(env, node) -> bool:
+    """Whether `node`'s file, or a header it includes that lies in its folder or on `CPPPATH`,
+    holds an OpenMP target construct. A file that cannot be read yet (generated) counts as
+    holding one: it stays OpenMP offload, which is always correct."""
+    if not os.path.exists(read_path(node)):
+        return True
+    return any(found for _, (found, _) in _files(env, node))
+
+
+def includes_hip_runtime(env, node) -> str | None:
+    """The file (`node`'s own, or a header it includes that lies in its folder or on `CPPPATH`)
+    that includes `hip/hip_runtime.h`, or None: code that includes it is HIP, whatever its suffix."""
+    for path, (_, includes) in _files(env, node):
+        if any(name == "hip/hip_runtime.h" for _, name in includes):
+            return path
+    return None
 
 
 def _asks(env, kw: dict) -> bool:

@@ -108,15 +108,27 @@ def unused_in_link(senv, target, objects, elsewhere) -> None:
 _VENDOR_WORDS = {"nvidia": "NVIDIA (sm_*)", "amd": "AMD (gfx*)"}
 
 
-def archs_of_source(senv, s, lang, archs: list[str]) -> None:
+def archs_of_source(senv, s, lang, archs: list[str], hip_code: str | None = None) -> None:
     """A source of an offload language for which `OFFLOAD_ARCHS` names no arch its language is
     built for: without this error the link fails later with `--wrapper-jobs` or
     `__tgt_target_kernel` (OpenMP), `__hip_gpubin_handle_` (HIP), or nvcc builds sm_75 nobody
-    asked for (CUDA)."""
+    asked for (CUDA). `hip_code`: the file that includes `hip/hip_runtime.h` when the source is
+    HIP code its suffix made CUDA (`.cu`, hipified code): the fix is its language, not an NVIDIA
+    arch (which would compile HIP's headers as CUDA and fail there)."""
     if archs:
         return
     kinds = " or ".join(_VENDOR_WORDS.get(v, v) for v in lang.vendors)
     listed = _archs.raw_archs(senv)
+    if hip_code:
+        via = "" if hip_code in (s.get_abspath(), s.srcnode().get_abspath()) else \
+            f" (through '{os.path.relpath(hip_code, s.srcnode().dir.get_abspath())}')"
+        have = f"OFFLOAD_ARCHS ({', '.join(listed)}) has none" if listed else "OFFLOAD_ARCHS is empty"
+        why = "" if senv.get("OFFLOAD_LANG") else ", from its suffix"
+        raise SCons.Errors.UserError(
+            f"offload: '{s}' ({lang.name}{why}) includes hip/hip_runtime.h{via}: it is HIP code; "
+            f"set OFFLOAD_LANG='hip' for it (env.OffloadObject('{s}', OFFLOAD_LANG='hip'), or OFFLOAD_LANG='hip' "
+            f"on the environment or the builder call for all its sources) to build it for AMD (gfx*) archs. "
+            f"As {lang.name} it is built for {kinds} archs, and {have}")
     if not listed:
         raise SCons.Errors.UserError(
             f"offload: OFFLOAD_ARCHS is empty: '{s}' ({lang.name}) needs the offload archs to build for, e.g. "
