@@ -283,3 +283,29 @@ def test_cache_copy_path_and_its_fallback(tmp_path, monkeypatch, said):
     assert _scons_hooks.cache_copy_path(Node()) is None and _scons_hooks.cache_copy_path(Node()) is None
     out = said()
     assert len(out) == 1 and "damaged CacheDir copies are not dropped" in out[0], out
+
+
+def test_cache_dir_in_use_and_its_fallback(tmp_path, monkeypatch, said):
+    """Whether a CacheDir answers for a node's build: not without one, nor with `--cache-disable`;
+    an environment that cannot say gives None, said once (the report then turns the cache off in
+    the commands it gives)."""
+    import SCons.CacheDir
+    import SCons.Environment
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.txt").write_text("x")
+    env = SCons.Environment.Environment(tools=[])
+    node = env.Command(env.File(str(tmp_path / "out.txt")), env.File(str(tmp_path / "in.txt")),
+                       "cp $SOURCE $TARGET")[0]
+    assert _scons_hooks.cache_dir_in_use([node]) is False
+    env.CacheDir(str(tmp_path / "cache"))
+    assert _scons_hooks.cache_dir_in_use([node]) is True
+    monkeypatch.setattr(SCons.CacheDir, "cache_enabled", False)  # --cache-disable
+    assert _scons_hooks.cache_dir_in_use([node]) is False
+    assert not said()
+
+    class Node:
+        def get_build_env(self):
+            return object()
+    assert _scons_hooks.cache_dir_in_use([Node()]) is None and _scons_hooks.cache_dir_in_use([Node()]) is None
+    out = said()
+    assert len(out) == 1 and "whether a CacheDir is in use is unknown" in out[0], out

@@ -4,12 +4,15 @@ of an added arch against really adding it, and OffloadManifest size budgets."""
 
 from __future__ import annotations
 
+import html
 import html.parser
 import json
 import re
+import shlex
 import shutil
 import struct
 import subprocess
+import sys
 import zlib
 
 import pytest
@@ -139,6 +142,8 @@ def test_report_records(reported):
     # The summary at the end of the build.
     out = reported["built"].stdout
     assert "offload: build report: 11 action(s) this build" in out
+    # Every action ran and has its time: nothing is said about missing ones.
+    assert r["untimed_actions"] == 0 and r["record_timings"] is None and r["timings_note"] is None
     assert re.search(r"^  gfx90a\s+3\s+0\s", out, re.M) and re.search(r"^  sm_75\s+2\s+0\s", out, re.M)
 
 
@@ -161,8 +166,86 @@ def test_cache_hits_are_reported_as_such(reported):
     for a in r["actions"]:
         assert a["status"] == "cached" and a["wall_s"] == 0 and a["cpu_s"] == 0, a
     assert r["per_arch"]["gfx90a"]["cached"] == 3 and r["per_arch"]["gfx90a"]["wall_s"] == 0
+    assert r["untimed_actions"] == 0 and r["timings_note"] is None  # a cache hit is recorded, as such
     assert "Retrieved `app' from cache" in reported["cached"].stdout
     assert re.search(r"^  gfx90a\s+3\s+3\s+0\.0\s+0\.0", reported["cached"].stdout, re.M)
+
+
+# --------------------------------------------------------------------------------------------
+# The report asked for after the build it would describe
+
+NO_TIMINGS = "No timings were recorded in this build"
+TIMED_SECTIONS = ("Build time per arch", "Slowest sources per arch", "Timeline")
+
+
+def _sections(page: str) -> dict[str, str]:
+    """The page's text under each <h2>, by title."""
+    parts = re.split(r"<h2>(.*?)</h2>", page)
+    return {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+
+
+def _run_as_said(p: Project, command: str):
+    """Run the commands the report says record the timings (`scons ... && scons ...`) as written,
+    with this interpreter's SCons for `scons`."""
+    from scons_helpers import scons_env
+    env = scons_env()
+    env.pop("OFFLOAD_PROGRESS", None)
+    last = None
+    for part in command.split(" && "):
+        argv = shlex.split(part)
+        assert argv[0] == "scons", command
+        last = subprocess.run([sys.executable, "-m", "SCons", *argv[1:]], cwd=p.root, capture_output=True, text=True,
+                              env=env)
+        assert last.returncode == 0, f"{part}:\n{last.stdout}\n{last.stderr}"
+    return last
+
+
+def test_report_on_a_tree_built_without_it_says_no_timings_were_recorded(tmp_path):
+    """With a CacheDir: it holds every target, so the commands the report gives must keep it from
+    answering for the actions they are to time."""
+    p = _project(tmp_path)
+    cache = f"cache={tmp_path / 'cache'}"
+    _scons(p, cache)  # built without the report
+    cp = _scons(p, cache, "--offload-report=out/report.html")  # nothing to build: no action is timed
+    r = json.loads((p.root / "out/report.json").read_text())
+    assert r["actions"] == [] and r["per_arch"] == {} and r["untimed_actions"] == 9
+    command = r["record_timings"]
+    clean, build = command.split(" && ")
+    assert shlex.split(clean)[:2] == ["scons", "-c"] and cache in shlex.split(clean)
+    assert "--offload-report" not in clean and "--cache-disable" not in clean
+    assert shlex.split(build)[0] == "scons" and cache in shlex.split(build)
+    assert build.endswith(" --offload-report=out/report.html --cache-disable")
+    note = r["timings_note"]
+    assert note.startswith(NO_TIMINGS) and note.endswith(command)
+    # The page says so in every section that shows times, with the command.
+    sections = _sections((p.root / "out/report.html").read_text())
+    for title in TIMED_SECTIONS:
+        assert NO_TIMINGS in sections[title] and f"<code>{html.escape(command)}</code>" in sections[title], title
+    assert NO_TIMINGS not in sections["Bytes per arch in each final binary"]
+    # So do the summary printed at the end and the trace's metadata.
+    assert f"  {note}\n" in cp.stdout
+    assert json.loads((p.root / "out/trace.json").read_text())["otherData"] == {"note": note}
+
+    # One source edited, then built with the report: its actions are timed, the other's are said
+    # to be missing from the sums.
+    p.write("src/kern.cpp", KERN_CPP.replace("s += i", "s += 2 * i"))
+    _scons(p, cache, "--offload-report=out/report.html")
+    r = json.loads((p.root / "out/report.json").read_text())
+    assert len(r["actions"]) == 5 and r["untimed_actions"] == 4
+    assert r["timings_note"].startswith("4 of 9 actions of this build have no recorded time")
+    sections = _sections((p.root / "out/report.html").read_text())
+    assert all("4 of 9 actions" in sections[title] for title in TIMED_SECTIONS)
+
+    # The commands the report gives record every action's time (run, not taken from the cache);
+    # then nothing is said.
+    built = _run_as_said(p, r["record_timings"])
+    r = json.loads((p.root / "out/report.json").read_text())
+    assert len(r["actions"]) == 9 and r["untimed_actions"] == 0 and r["timings_note"] is None
+    assert all(a["status"] == "built" and a["wall_s"] > 0 for a in r["actions"])
+    assert sum(g["wall_s"] for g in r["per_arch"].values()) > 0
+    page = (p.root / "out/report.html").read_text()
+    assert "untimed" not in page and "no recorded time" not in page and NO_TIMINGS not in page
+    assert NO_TIMINGS not in built.stdout and "otherData" not in json.loads((p.root / "out/trace.json").read_text())
 
 
 # --------------------------------------------------------------------------------------------

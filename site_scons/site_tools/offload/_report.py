@@ -21,17 +21,22 @@ build goes on).
 Actions that did not run this time (up to date) keep the record of the build that last ran them,
 read from the previous `report.json`, as long as their target is still part of the build; the
 report then shows what the whole program costs to build, and `status` says which were measured
-now. Cost estimates for another arch (`offload-tool cost`) read the same file."""
+now. Actions up to date since a build that wrote no report there have no record: the report
+counts them (`untimed_actions`), says so where times are shown, and gives the commands that
+record them (`record_timings`: a clean build with the report on). Cost estimates for another
+arch (`offload-tool cost`) read the same file."""
 
 from __future__ import annotations
 
 import atexit
 import json
 import os
+import shlex
 import sys
 import threading
 import time
 
+import SCons.Node.FS
 import SCons.Script
 
 from . import _nvcc, _report_page, _scons_hooks
@@ -68,6 +73,7 @@ class Recorder:
 
     def __init__(self):
         self.path: str | None = None
+        self.given: str | None = None  # the path as `--offload-report` named it (None: OffloadBuildReport)
         self.lock = threading.Lock()
         self.records: list[dict] = []
         self.lanes: dict[int, int] = {}
@@ -77,10 +83,11 @@ class Recorder:
         self.timing = False  # the build tasks are timed (the report was asked for and SCons allows it)
         self.envs: list = []
 
-    def activate(self, path: str) -> None:
+    def activate(self, path: str, given: str | None = None) -> None:
         if self.path is not None:
             return
         self.path = os.path.abspath(path)
+        self.given = given
         self.timing = _scons_hooks.time_build_tasks(self.prepared, self.done)
         if not self.timing:
             return  # said once by the hook: no report, the build goes on
@@ -145,9 +152,11 @@ class Recorder:
                    for r in _previous_records(os.path.splitext(self.path)[0] + ".json")
                    if r["targets"][0] in in_build and r["targets"][0] not in done]
         actions = current + earlier
+        recorded = {t for r in actions for t in r["targets"]}
+        untimed = {p for p in (_path(n) for n in self.seen if _is_action(n)) if p not in recorded}
         finals = sorted({_path(n) for n in self.seen if _final_binary(n)})
         binaries = [measure_binary(p) for p in finals if os.path.isfile(p)]
-        return {
+        report = {
             "schema": SCHEMA,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "jobs": int(SCons.Script.GetOption("num_jobs") or 1),
@@ -156,10 +165,54 @@ class Recorder:
             "actions": actions,
             "binaries": binaries,
             "per_arch": per_arch(actions, binaries),
+            "untimed_actions": len(untimed),
+            "record_timings": self.record_command() if untimed else None,
         }
+        report["timings_note"] = _report_page.timings_note(report)
+        return report
+
+    def record_command(self) -> str:
+        """The commands that record the time of every action of this build: a clean, then this
+        build again with the report on. An up-to-date action runs (and is timed) only when its
+        target is gone, and a `CacheDir` would hand the targets back untimed, hence
+        `--cache-disable` where one is set. This build's own arguments (targets, `-j`,
+        `name=value`) are kept, so that the clean and the build cover the same targets."""
+        args = _without_report_option(sys.argv[1:])
+        build = list(args)
+        if self.given is not None:
+            build.append(f"--offload-report={self.given}")
+        in_use = _scons_hooks.cache_dir_in_use(n for n in self.seen if _is_action(n))
+        if in_use is not False and "--cache-disable" not in build:  # unknown: turned off all the same
+            build.append("--cache-disable")
+        return f"{shlex.join(['scons', '-c', *args])} && {shlex.join(['scons', *build])}"
 
 
 RECORDER = Recorder()
+
+
+def _is_action(node) -> bool:
+    """Whether a node SCons considered is built by an action the report would time (as the
+    build task times them: anything with a builder but SCons making a folder)."""
+    try:
+        return node.has_builder() and not isinstance(node, SCons.Node.FS.Dir)
+    except Exception:
+        return False
+
+
+def _without_report_option(args: list[str]) -> list[str]:
+    """`args` without `--offload-report` and its value (as optparse reads it: `=FILE` or the next
+    argument, the option name possibly abbreviated)."""
+    out, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+            continue
+        name = a.split("=", 1)[0]
+        if len(name) > len("--off") and "--offload-report".startswith(name):
+            skip = "=" not in a
+            continue
+        out.append(a)
+    return out
 
 
 def _measure_spawn(env) -> None:
@@ -315,7 +368,10 @@ def trace_events(report: dict) -> dict:
                        "dur": max(1, round((a["end_s"] - a["start_s"]) * 1e6)),
                        "args": {"arch": a["arch"], "lang": a["lang"], "status": a["status"], "cpu_s": a["cpu_s"],
                                 "bytes": a["bytes"], "targets": a["targets"]}})
-    return {"traceEvents": events, "displayTimeUnit": "ms"}
+    trace = {"traceEvents": events, "displayTimeUnit": "ms"}
+    if report.get("timings_note"):  # shown as the trace's metadata
+        trace["otherData"] = {"note": report["timings_note"]}
+    return trace
 
 
 def report_paths(html_path: str) -> tuple[str, str, str]:
@@ -354,6 +410,8 @@ def summary_text(report: dict, html_path: str) -> str:
             shares = ", ".join(f"{a} {100.0 * r['bytes'] / b['file_bytes']:.0f}%" for a, r in b["archs"].items()
                                if b["file_bytes"])
             lines.append(f"  {b['path']}: {fmt_bytes(b['file_bytes'])}; device code per arch: {shares}")
+    if report.get("timings_note"):
+        lines.append(f"  {report['timings_note']}")
     lines.append(f"  report: {os.path.relpath(html)} (records {os.path.relpath(js)}, trace {os.path.relpath(trace)})")
     return "\n".join(lines) + "\n"
 
@@ -397,4 +455,4 @@ def install(env) -> None:
     path = SCons.Script.GetOption("offload_report")
     if path and not (SCons.Script.GetOption("clean") or SCons.Script.GetOption("question")):
         # Relative to the directory SCons was started in, as other command-line paths are.
-        RECORDER.activate(os.path.join(SCons.Script.GetLaunchDir(), path))
+        RECORDER.activate(os.path.join(SCons.Script.GetLaunchDir(), path), given=path)

@@ -127,9 +127,48 @@ def _estimates(report: dict) -> list[str]:
     return out
 
 
+def timings_missing(report: dict) -> tuple[str, str | None] | None:
+    """What is said wherever the report shows times while some actions of the build have none, and
+    the commands that record them (`record_timings`), or None when every action has its time.
+    An action up to date since a build that wrote no report at this path has no record: without
+    a word, empty or partial sums would read as a build that cost nothing."""
+    missing = report.get("untimed_actions") or 0
+    if not missing:
+        return None
+    timed = len(report.get("actions") or [])
+    if timed:
+        what = (f"{missing} of {missing + timed} actions of this build have no recorded time and are left out: "
+                "they were up to date, last built by a build that wrote no report here")
+    else:
+        what = (f"No timings were recorded in this build: its {missing} action(s) were up to date, last built by a "
+                "build that wrote no report here")
+    return what, report.get("record_timings")
+
+
+def timings_note(report: dict) -> str | None:
+    """`timings_missing` as one line of text (the JSON's `timings_note`, the printed summary, the
+    trace's metadata)."""
+    missing = timings_missing(report)
+    if missing is None:
+        return None
+    what, how = missing
+    return f"{what}. To record them: {how}" if how else f"{what}."
+
+
+def _timings_note_html(report: dict) -> str:
+    """`timings_missing` as a paragraph of the page (empty when every action has its time)."""
+    missing = timings_missing(report)
+    if missing is None:
+        return ""
+    what, how = missing
+    return (f'<p class="note untimed">{_e(what)}.' + (f" To record them: <code>{_e(how)}</code>" if how else "")
+            + "</p>")
+
+
 def render(report: dict) -> str:
     groups = list(report["per_arch"])
     colour = colours(groups)
+    untimed = _timings_note_html(report)
     ran = [a for a in report["actions"] if a["status"] != "up-to-date"]
     cached = sum(1 for a in report["actions"] if a["status"] == "cached")
     body = ["<h1>Offload build report</h1>",
@@ -143,6 +182,8 @@ def render(report: dict) -> str:
                 "<code>host</code> is everything not tied to one arch (host compiles, packaging, links); "
                 "an nvcc compile for several archs at once counts under those archs joined by +. "
                 "Cache hits count zero.</p>")
+    if untimed:
+        body.append(untimed)
     rows = [(g, v["wall_s"], f'{v["wall_s"]:.2f} s, CPU {fmt_s(v["cpu_s"])}, {v["actions"]} actions'
              + (f', {v["cached"]} cached' if v["cached"] else "")) for g, v in report["per_arch"].items()]
     body.append(bar_chart("time", rows, colour))
@@ -167,6 +208,8 @@ def render(report: dict) -> str:
         body.append('<p class="note">Compressed images count their decompressed bytes.</p>')
 
     body.append("<h2>Slowest sources per arch</h2>")
+    if untimed:
+        body.append(untimed)
     for g, v in report["per_arch"].items():
         body.append(f'<h3>{_e(g)}</h3><table class="slowest" data-arch="{_e(g)}"><tr><th class="n">time</th>'
                     "<th>action</th><th>source</th><th>status</th></tr>")
@@ -183,6 +226,8 @@ def render(report: dict) -> str:
     body.append("<h2>Timeline</h2><p>The actions on their worker lanes are in <code>trace.json</code> beside this "
                 "page (Chrome trace format): open it in <code>https://ui.perfetto.dev</code> or "
                 "<code>chrome://tracing</code>.</p>")
+    if untimed:
+        body.append(untimed)
     body.append("<details><summary>All actions</summary><table><tr><th>action</th><th>arch</th><th>status</th>"
                 '<th class="n">time</th><th class="n">CPU</th><th class="n">bytes</th><th>lane</th></tr>')
     for a in sorted(report["actions"], key=lambda a: (a["start_s"] is None, a["start_s"] or 0)):

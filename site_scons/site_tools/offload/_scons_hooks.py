@@ -41,6 +41,7 @@ Each hook here
 | `action_sources` | `node.get_executor()` | build report | the node's own `sources` |
 | `reading_sconscripts` | `SCons.Script.sconscript_reading` | group signatures (`_signatures`) | SCons computes every signature itself (slower null builds) |
 | `cache_copy_path` | an environment's `get_CacheDir()`, its `cachepath(node)` (from the node's `get_cachedir_bsig()`) | a damaged device object's `CacheDir` copy is dropped (`_consume`) | the copy stays: each clean build fetches it again and stops, until the user empties the cache |
+| `cache_dir_in_use` | an environment's `get_CacheDir()`, its `is_enabled()` | build report: `--cache-disable` in the commands that record missing timings only where a `CacheDir` is set | `--cache-disable` is always given |
 | `compilation_db_record` | `compilation_db`'s `make_emit_compilation_DB_entry` (4.5-4.8), `__COMPILATION_DB_ENTRIES` (later) | our compiles in `compile_commands.json` | they are left out of it |
 
 Tested with the oldest SCons supported (tests/test_scons_min_version.py) and the newest installed,
@@ -63,7 +64,7 @@ INTERNAL_NAMES = frozenset({
     "BuildTask", "ProgressObject", "sconscript_reading", "default_ans", "get_default_fs", "subprocess_spawn",
     "compilation_db", "make_emit_compilation_DB_entry", "Taskmaster", "Executor", "get_executor", "get_state",
     "up_to_date", "pending", "executed", "allowcache", "disambiguate", "always_build", "prerequisites", "cached",
-    "get_CacheDir", "cachepath", "get_cachedir_bsig",
+    "get_CacheDir", "cachepath", "get_cachedir_bsig", "is_enabled",
 })
 
 
@@ -339,6 +340,34 @@ def cache_copy_path(node) -> str | None:
                  f"cannot ask this SCons where a node's CacheDir copy lies ({type(exc).__name__}: {exc})")
         return None
     return path if isinstance(path, str) and path else None
+
+
+def cache_dir_in_use(nodes) -> bool | None:
+    """Whether a `CacheDir` answers for the build of any of `nodes` (set, and not turned off by
+    `--cache-disable`), or None when this SCons cannot say (said once).
+
+    Why: the build report gives the commands that record the times of actions that have none, a
+    clean and a rebuild; a cache would hand the targets back without running their actions, so
+    where one is in use those commands turn it off. SCons documents `CacheDir()` but not how to
+    ask an environment for its cache: its `get_CacheDir()` and the cache's `is_enabled()` answer
+    (SCons 4.5 to 4.11 alike)."""
+    asked = set()
+    try:
+        if not supported():
+            raise AttributeError(f"SCons older than {'.'.join(map(str, MIN_SCONS))}")
+        for n in nodes:
+            env = n.get_build_env()
+            if env is None or id(env) in asked:
+                continue
+            asked.add(id(env))
+            if env.get_CacheDir().is_enabled():
+                return True
+    except Exception as exc:
+        degraded("build report: whether a CacheDir is in use is unknown",
+                 f"cannot ask this SCons for an environment's CacheDir ({type(exc).__name__}: {exc}); "
+                 "the commands that record missing timings turn the cache off")
+        return None
+    return False
 
 
 # --------------------------------------------------------------------------------------------
