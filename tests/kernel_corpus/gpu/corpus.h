@@ -1,0 +1,11 @@
+#pragma once
+int check_static_shared(void);
+int check_dynamic_shared(void);
+int check_constant(void);
+int check_globals(void);
+int check_templates(void);
+int check_printf(void);
+int check_math(void);
+int check_atomics(void);
+int check_header_kernel_here(void);
+int check_header_kernel_in_main(void);
