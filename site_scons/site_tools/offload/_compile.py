@@ -358,10 +358,15 @@ def embed_images(target, source, env, for_signature):
     return images(source[1:])
 
 
-def _cuid(node) -> str:
-    """A stable per-source `-cuid`: hash of the path relative to the top directory, so CUDA/HIP
-    nodes are the same in every clone (and shareable through CacheDir)."""
-    return hashlib.sha1(node.srcnode().get_path().encode()).hexdigest()[:16]
+def _cuid(env, node) -> str:
+    """A stable per-source `-cuid`: hash of the source's path relative to the top directory, so
+    CUDA/HIP nodes are the same in every clone and moved tree (and shareable through CacheDir),
+    and two sources of one name in different folders get different ones (the CUID names the
+    unit's externalised static device variables in relocatable device code). Named from the top
+    explicitly: `get_path()` alone is relative to the SConscript being read, which gives the
+    same word for `a/k.cu` and `b/k.cu` read from their own folders, and an absolute path for a
+    variant directory's source."""
+    return hashlib.sha1(node.srcnode().get_path(env.Dir("#")).encode()).hexdigest()[:16]
 
 
 def _src_flags(node, lang) -> str:
@@ -380,7 +385,7 @@ def _common_overrides(env, s, lang, kw) -> dict:
     if lang.host_ir:
         o["_OFFLOAD_HOST_BACKENDFLAGS"] = lang.host_backend_flags
     if "_OFFLOAD_CUID" in lang.host_flags + lang.device_flags:
-        o["_OFFLOAD_CUID"] = _cuid(s)
+        o["_OFFLOAD_CUID"] = _cuid(env, s)
     return o
 
 
