@@ -329,7 +329,10 @@ def test_corruption_only_raises_offload_error(data):
 def test_split_hip_fatbin_bundles():
     import io
     from offload_tool.formats.bundle import BundleEntry, write_binary_bundle
-    from offload_tool.ops.inspector import _split_bundles
+    from offload_tool.formats.ccob import split_bundles
+
+    def _split_bundles(data):
+        return list(split_bundles(data))
 
     def bundle(payload: bytes) -> bytes:
         f = io.BytesIO()
@@ -343,6 +346,128 @@ def test_split_hip_fatbin_bundles():
     assert [(off, bytes(p)) for off, p in parts] == [(0, a), (len(a) + (-len(a) % 4096), b)]
     with pytest.raises(OffloadError, match="no bundle at offset"):
         _split_bundles(a + b"garbage!" + b)
+    # Compressed bundles padded to 4 KiB, mixed with plain ones; trailing padding ends the list.
+    from offload_tool.formats import ccob
+    za, zb = ccob.compress(a), ccob.compress(b, version=3)
+    pad = lambda x: x + bytes(-len(x) % 4096)  # noqa: E731
+    seq = pad(za) + pad(zb) + pad(a)
+    assert [(off, bytes(p)) for off, p in _split_bundles(seq)] == [
+        (0, za), (len(pad(za)), zb), (len(pad(za)) + len(pad(zb)), a)]
+    assert [(off, bytes(p)) for off, p in _split_bundles(pad(za))] == [(0, za)]
+    assert _split_bundles(b"not a bundle")[0][0] == 0  # not a sequence: one part, the caller decides
+    with pytest.raises(OffloadError, match="compressed bundle at offset 0x1000: .*version 0"):
+        _split_bundles(pad(za) + b"CCOB" + bytes(40))
+
+
+def test_many_bundles_in_a_file_are_bounded_by_the_budget():
+    """A file of thousands of small bundles back to back is listed bundle by bundle (found lazily,
+    each charged to the `entries` budget), and a budget that is too small stops it with one error."""
+    import io
+    from offload_tool import budget
+    from offload_tool.errors import BudgetError
+    from offload_tool.formats.bundle import BundleEntry, write_binary_bundle
+
+    f = io.BytesIO()
+    write_binary_bundle([BundleEntry("hipv4-amdgcn-amd-amdhsa--gfx90a", b"\x7fELF" + bytes(60))], f)
+    one = f.getvalue() + bytes(-len(f.getvalue()) % 512)
+    data = one * 4096
+    images = inspect_buffer(data, "many.hip_fatbin", keep_data=False)
+    assert len(images) == 4096 and images[-1].path == f"many.hip_fatbin@{(4095 * 512):#x}[hipv4-amdgcn-amd-amdhsa--gfx90a]"
+    with budget.run(budget.DEFAULT_LIMITS.replace(entries=1000)):
+        with pytest.raises(BudgetError):
+            inspect_buffer(data, "many.hip_fatbin", keep_data=False)
+
+
+# --- a linked program's .hip_fatbin, dumped to a file of its own ---------------------------------
+
+#: A HIP source that needs neither the HIP headers nor the device libraries: the kernel's launch
+#: stub only needs `hipLaunchKernel` declared.
+_HEADERLESS_HIP = """\
+struct dim3 { unsigned x, y, z; };
+typedef struct ihipStream_t *hipStream_t;
+extern "C" int hipLaunchKernel(const void *, dim3, dim3, void **, unsigned long, hipStream_t);
+__attribute__((global)) void KERNEL(int *p) { *p = VALUE; }
+"""
+
+
+@pytest.fixture(scope="module")
+def linked_hip(tmp_path_factory):
+    """A shared library linked by clang 19 from two HIP translation units (gfx90a and gfx1030,
+    `-fno-gpu-rdc`: one bundle per unit in `.hip_fatbin`, aligned by the linker), plain and with
+    `--offload-compress` (CCOB), and each library's `.hip_fatbin` dumped by llvm-objcopy."""
+    clang, objcopy = need_tool("clang-19"), need_tool("llvm-objcopy-19")
+    d = tmp_path_factory.mktemp("linked_hip")
+    made = {}
+    for variant, extra in (("plain", []), ("ccob", ["--offload-compress"])):
+        objs = []
+        for n in (1, 2):
+            src = d / f"tu{n}.hip"
+            src.write_text(_HEADERLESS_HIP.replace("KERNEL", f"kernel{n}").replace("VALUE", str(n)))
+            obj = d / f"tu{n}_{variant}.o"
+            res = run([clang, "-x", "hip", "-nogpulib", "-nogpuinc", "--offload-arch=gfx90a",
+                       "--offload-arch=gfx1030", "-fno-gpu-rdc", "-fPIC", *extra, "-c", src, "-o", obj])
+            assert res.returncode == 0, res.stderr.decode()[-500:]
+            objs.append(obj)
+        lib = d / f"lib{variant}.so"
+        res = run([clang, "-shared", *objs, "-o", lib])
+        assert res.returncode == 0, res.stderr.decode()[-500:]
+        sec = d / f"{variant}.hip_fatbin"
+        res = run([objcopy, f"--dump-section=.hip_fatbin={sec}", lib, "/dev/null"])
+        assert res.returncode == 0, res.stderr.decode()[-500:]
+        made[variant] = (lib, sec)
+    return made
+
+
+@pytest.mark.parametrize("variant", ["plain", "ccob"])
+def test_dumped_hip_fatbin_lists_every_bundle(linked_hip, variant):
+    """The section's bytes in a file of their own list what the section lists inside the library:
+    every translation unit's bundle (compressed ones too, padded to the linker's alignment), each
+    as `file@offset`, not just the first."""
+    lib, sec = linked_hip[variant]
+    in_lib = _json(lib)
+    dumped = _json(sec)
+    assert len(in_lib) == len(dumped) == 4  # 2 translation units x 2 archs
+    key = lambda i: (i["path"].split("@")[1], i["arch"], i["sha256"], i["size"], i["compressed"])  # noqa: E731
+    assert sorted(map(key, dumped)) == sorted(map(key, in_lib))
+    assert all(i["path"].startswith(f"{lib}:.hip_fatbin@") for i in in_lib)
+    assert all(i["path"].startswith(f"{sec}@") for i in dumped)
+    offsets = sorted({int(i["path"].split("@")[1].split("[")[0], 16) for i in dumped})
+    assert len(offsets) == 2 and offsets[0] == 0 and offsets[1] % 4096 == 0
+    assert {i["arch"] for i in dumped} == {"gfx90a", "gfx1030"}
+    assert all(i["compressed"] is (variant == "ccob") for i in dumped)
+    assert all(i["wrappers"] == (["ccob"] if variant == "ccob" else []) for i in dumped)
+
+
+def test_dumped_hip_fatbin_with_the_bundlers(linked_hip, tmp_path):
+    """What the bundlers make of the same files (offload-bundler answers as LLVM 19): a bundle is
+    one bundle to them, what follows it unread.  Plain bundles: `-list` prints the first
+    bundle's IDs, exit 0.  Compressed ones: LLVM 19 decompresses a version 2 CCOB to the end of
+    its file, so the zero padding and the second CCOB after the first zstd frame are an error,
+    exit 1: 'Failed to decompress input: Could not decompress embedded file contents: Src size is
+    incorrect'."""
+    plain, compressed = linked_hip["plain"][1], linked_hip["ccob"][1]
+    first = [i.split("[")[1].rstrip("]") for i in
+             (r["path"] for r in _json(plain)) if i.startswith(f"{plain}@0x0[")]
+    for type_ in ("o", "bc"):
+        res = run_cli("bundler", "-list", f"-type={type_}", f"-input={plain}")
+        assert res.returncode == 0, res.stderr
+        assert sorted(res.stdout.decode().split()) == sorted(first + ["host-x86_64-unknown-linux--"])
+        res = run_cli("bundler", "-list", f"-type={type_}", f"-input={compressed}")
+        err = res.stderr.decode()
+        assert res.returncode == 1 and res.stdout == b"" and err.count("\n") == 1, err
+        assert err.startswith("offload-bundler: error: Failed to decompress input: Could not decompress embedded "
+                              "file contents: Src size is incorrect"), err
+        llvm = find_tool("clang-offload-bundler-19")
+        if llvm:
+            for path, ours in ((plain, 0), (compressed, 1)):
+                theirs = run([llvm, "-list", f"-type={type_}", f"-input={path}"])
+                assert theirs.returncode == ours, theirs.stderr
+                if ours == 0:
+                    assert theirs.stdout == run_cli("bundler", "-list", f"-type={type_}", f"-input={path}").stdout
+                else:
+                    assert theirs.stderr.decode().strip().endswith(
+                        "error: Failed to decompress input: Could not decompress embedded file contents: "
+                        "Src size is incorrect")
 
 
 # --- COFF objects, and files without images ---------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import mmap
 import os
 import sys
@@ -18,16 +19,17 @@ from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterable, Iterator, Mapping
 
 from .. import budget
-from ..errors import CompressionError, OffloadError, UsageError
+from ..errors import BundleFormatError, CompressionError, OffloadError, UsageError
 from ..fileio import byte_view
 from ..inputs import read_slice_into, read_slices
+from . import bundle as _bundle
 from .layout import Layout
 from .kinds import CCOB_MAGIC, FileKind, Format
 
 __all__ = [
     "CCOB_MAGIC", "CompressionInfo", "METHODS", "DEFAULT_LEVELS", "DEFAULT_MAX_UNCOMPRESSED_SIZE",
     "is_compressed", "read_header", "decompress", "compress", "compress_chunks", "truncated_md5",
-    "format_with_commas", "Decompression", "zstd_output_bound", "env_format_version",
+    "format_with_commas", "Decompression", "zstd_output_bound", "env_format_version", "split_bundles",
 ]
 
 #: `llvm::compression::Format` values stored in the header.
@@ -308,9 +310,14 @@ def zstd_output_bound(view: memoryview) -> int:
     claims more than the stream can hold be rejected before anything is allocated."""
     size, pos, bound = view.nbytes, 0, 0
     while pos < size:
-        if size - pos < 4:
+        magic = int.from_bytes(view[pos:pos + 4], "little") if size - pos >= 4 else None
+        if pos and (magic is None or (magic != _ZSTD_MAGIC and magic & 0xFFFFFFF0 != 0x184D2A50)):
+            # Bytes after a complete frame that are no frame: zstd's (and so LLVM's) "source size"
+            # error, the stream being longer than its frames (a CCOB v2 is read to the end of its file).
+            raise CompressionError("Could not decompress embedded file contents: Src size is incorrect "
+                                   f"(stream offset {pos}, after a complete frame, starts no zstd frame)")
+        if magic is None:
             raise CompressionError(f"Could not decompress embedded file contents: truncated zstd frame at offset {pos}")
-        magic = int.from_bytes(view[pos:pos + 4], "little")
         if magic & 0xFFFFFFF0 == 0x184D2A50:  # skippable frame
             if size - pos < 8:
                 raise CompressionError(f"Could not decompress embedded file contents: truncated skippable frame at {pos}")
@@ -671,18 +678,21 @@ def env_format_version(env=os.environ, log: Callable[[str], None] | None = None)
 # ---------------------------------------------------------------------------------------------
 
 def _inspect(scan, data, path: str, wrappers: list[str], depth: int, compressed: bool) -> None:
-    """The container the decompressed payload is (a bundle), listed as compressed; several CCOBs
-    back to back are split by each header's total size field, each part listed as `path@offset`."""
-    parts = _parts(data)
-    if parts is not None:
-        for start, part in parts:
+    """The container the decompressed payload is (a bundle), listed as compressed; several bundles
+    back to back (`split_bundles`) are each listed as `path@offset`."""
+    parts = split_bundles(data)
+    first = next(parts)
+    second = next(parts, None)
+    if second is not None:
+        for start, part in itertools.chain((first, second), parts):
             if start == 0:  # begins where the whole does, already listed as this container
                 with budget.nested(path):
                     _inspect(scan, part, f"{path}@{start:#x}", wrappers, depth, compressed)
             else:
-                scan.scan_container(FORMATS[0], part, f"{path}@{start:#x}", wrappers, depth, compressed)
+                fmt = FORMATS[0] if is_compressed(part) else _bundle.FORMATS[0]
+                scan.scan_container(fmt, part, f"{path}@{start:#x}", wrappers, depth, compressed)
         return
-    inner, _info = decompress(data)
+    inner, _info = decompress(first[1])
     inner = memoryview(inner)
     scan.remember(inner)
     inner_container = scan.container_at(inner)
@@ -694,29 +704,75 @@ def _inspect(scan, data, path: str, wrappers: list[str], depth: int, compressed:
         scan.forget(inner)
 
 
-def _parts(data) -> list[tuple[int, memoryview]] | None:
-    """The CCOBs stored back to back in `data`, split by each header's total size field (never by
-    searching for the magic), or None when the first CCOB spans all of `data`.
+def split_bundles(data) -> Iterator[tuple[int, memoryview]]:
+    """The bundles stored one after another in `data`: (offset, bytes) of each binary
+    (`__CLANG_OFFLOAD_BUNDLE__`) or compressed (`CCOB`) bundle, in order, zero padding between
+    them skipped.
 
-    Only version 3 headers (and version 2 ones, whose 32-bit total size cannot wrap below 4 GiB)
-    record their size; a CCOB without one takes the rest.  Each part is charged to the run's
-    `entries` budget, and a size that does not move forward is an error."""
+    That is how a linker lays out the `.hip_fatbin` section of a program (one bundle per
+    translation unit, each aligned to 4096), and so a file holding such a section's bytes.  Each
+    bundle's extent comes from its header (a binary bundle ends where its header and last payload
+    end, a CCOB's total size field says where it ends; a version 1 CCOB records none and takes the
+    rest), never from a search for the next magic number.  After a bundle only zero bytes and
+    further bundles may follow: anything else is a `BundleFormatError` naming its offset.  When
+    `data` does not begin with a bundle it is yielded whole, one part (none when it is empty).
+
+    Lazy, and linear in `len(data)`: each bundle is found when the previous one has been taken,
+    padding is searched chunk by chunk, nothing is copied; each bundle is charged to the run's
+    `entries` budget."""
     view = byte_view(data)
-    first = read_header(view)
-    if first.total_size is None or first.total_size >= len(view):
-        return None
-    parts: list[tuple[int, memoryview]] = []
+    size = len(view)
     pos = 0
-    while pos < len(view):
-        budget.charge("entries", 1, f"compressed bundle at offset {pos:#x}")
+    while pos < size:
+        rest = view[pos:]
+        if is_compressed(rest):
+            what = "compressed bundle"
+        elif _bundle.is_binary_bundle(rest):
+            what = "bundle"
+        elif not pos:
+            yield 0, view
+            return
+        else:
+            nonzero = _next_nonzero(view, pos)
+            if nonzero is None:
+                return  # zero padding to the end
+            if nonzero == pos:
+                raise BundleFormatError(f"no bundle at offset {pos:#x} after the previous one (only zero padding "
+                                        "and bundles may follow a bundle)")
+            pos = nonzero
+            continue
+        budget.charge("entries", 1, f"{what} at offset {pos:#x}")
         try:
-            info = read_header(view[pos:])
+            extent = read_header(rest).total_size if what != "bundle" else _binary_bundle_extent(rest)
         except OffloadError as exc:
-            raise type(exc)(f"compressed bundle at offset {pos:#x}: {exc}") from None
-        extent = info.total_size if info.total_size is not None else len(view) - pos
-        parts.append((pos, view[pos:pos + extent]))
+            if not pos:
+                raise
+            raise type(exc)(f"{what} at offset {pos:#x}: {exc}") from None
+        if extent is None or extent >= len(rest):
+            yield pos, rest
+            return
+        yield pos, rest[:extent]
         pos += extent
-    return parts
+
+
+def _binary_bundle_extent(view: memoryview) -> int:
+    """Bytes taken by the binary bundle at the start of `view`: its header, or up to the end of its
+    last payload (its header's offsets and sizes checked against `view`)."""
+    index = _bundle.read_binary_bundle_index(view)
+    return max([_bundle.binary_bundle_header_size(view)] + [offset + length for _id, offset, length in index])
+
+
+def _next_nonzero(view: memoryview, pos: int, chunk: int = 1 << 16) -> int | None:
+    """The offset of the first non-zero byte at or after `pos`, or None (searched chunk by chunk)."""
+    size = len(view)
+    while pos < size:
+        block = bytes(view[pos:pos + chunk])
+        stripped = block.lstrip(b"\0")
+        if stripped:
+            return pos + len(block) - len(stripped)
+        pos += len(block)
+        chunk = min(chunk * 2, 1 << 22)
+    return None
 
 
 FORMATS = (Format(FileKind.COMPRESSED_BUNDLE, magics=(CCOB_MAGIC,), container="ccob", inspect=_inspect),)

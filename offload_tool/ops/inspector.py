@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import itertools
 import json
 from dataclasses import dataclass, field
 
@@ -60,6 +61,8 @@ AMBIGUOUS_PRODUCER_NOTE = ("offload kind 3 is HIP as written by LLVM 19/20 but O
                            "pass --llvm-version to decide")
 
 _HIP_FATBIN_SECTIONS = (".hip_fatbin",)
+#: Files that begin with one of these may hold several bundles back to back (`scan_bundles`).
+_BUNDLE_KINDS = (FileKind.CLANG_BUNDLE, FileKind.COMPRESSED_BUNDLE)
 
 # `llvm-objdump --offloading`'s words for an image's content, where they apply.
 _IMAGE_KIND_WORDS = {FileKind.ELF: "elf", FileKind.BITCODE: "llvm ir", FileKind.FATBIN: "fatbinary",
@@ -148,16 +151,34 @@ class _Scanner:
         return fmt if fmt is not None and fmt.container else None
 
     def scan_file(self, data, path: str, wrappers: list[str], depth: int) -> None:
-        """A whole file or archive member: containers, ELF and COFF objects and bitcode are searched."""
+        """A whole file or archive member: containers, ELF and COFF objects and bitcode are searched.
+        A file that begins with a bundle may hold several, as a `.hip_fatbin` section does (the
+        section's bytes dumped to a file): each is listed (`scan_bundles`)."""
         container = identify_format(data)
         if container is not None and not container.container:
             container = _HOSTS.get(container.kind)
         self.files.append(path)
         try:
-            if container is not None:
+            if container is not None and container.kind in _BUNDLE_KINDS:
+                self.scan_bundles(data, path, wrappers, depth)
+            elif container is not None:
                 self.scan_container(container, data, path, wrappers, depth, compressed=False)
         finally:
             self.files.pop()
+
+    def scan_bundles(self, data, path: str, wrappers: list[str], depth: int) -> None:
+        """Bundles (binary or compressed) back to back with zero padding between, as a linker
+        lays out a program's `.hip_fatbin` (`ccob.split_bundles`): each is listed, as `path@offset`
+        when there are several."""
+        from ..formats.ccob import split_bundles
+        parts = split_bundles(data)
+        ahead = list(itertools.islice(parts, 2))  # one part, or several: named by offset
+        for off, part in itertools.chain(ahead, parts):
+            container = self.container_at(part)
+            if container is None:
+                raise OffloadError(f"no known container at offset {off:#x}")
+            ppath = path if len(ahead) == 1 else f"{path}@{off:#x}"
+            self.scan_container(container, part, ppath, wrappers, depth, False)
 
     def first_listing(self, data, kind: str, path: str, wrappers: list[str], compressed: bool) -> bool:
         """False if the container at `data` was listed before in this scan (or is being listed:
@@ -303,15 +324,12 @@ class _Scanner:
                     if name in _HIP_FATBIN_SECTIONS:
                         # A linked program's .hip_fatbin holds one bundle per translation unit, each
                         # aligned (4096) by the linker.
-                        parts = _split_bundles(sec.data)
+                        self.scan_bundles(sec.data, spath, wrappers + ["elf"], depth + 1)
                     else:
-                        parts = [(0, sec.data)]
-                    for off, part in parts:
-                        container = self.container_at(part)
+                        container = self.container_at(sec.data)
                         if container is None:
-                            raise OffloadError(f"no known container at offset {off:#x}")
-                        ppath = spath if len(parts) == 1 else f"{spath}@{off:#x}"
-                        self.scan_container(container, part, ppath, wrappers + ["elf"], depth + 1, False)
+                            raise OffloadError("no known container at offset 0x0")
+                        self.scan_container(container, sec.data, spath, wrappers + ["elf"], depth + 1, False)
                 except OffloadError as exc:
                     raise with_file_name(exc, f"{spath} (file offset {sec.offset:#x})") from None
 
@@ -386,63 +404,6 @@ def _address(view: memoryview) -> int:
         return buf.buf or 0
     finally:
         _release_buffer(ctypes.byref(buf))
-
-
-def _bundle_extent(data) -> int | None:
-    """Bytes taken by the (binary or compressed) bundle at the start of `data`; None if unknown."""
-    if identify(data) is FileKind.COMPRESSED_BUNDLE:
-        from ..formats import ccob
-        info = ccob.read_header(data)
-        return info.total_size  # None for version 1, which records no size
-    from ..formats.bundle import read_binary_bundle
-    entries = read_binary_bundle(data)
-    header = 24 + 8 + sum(24 + len(e.bundle_entry_id.encode("utf-8", "surrogateescape")) for e in entries)
-    return max([header] + [e.offset + e.size for e in entries])
-
-
-def _split_bundles(data) -> list[tuple[int, memoryview]]:
-    """The bundles stored back to back (zero padding between) in a `.hip_fatbin` section.
-
-    Linear in the section's size: each bundle's extent comes from its header, and padding is
-    skipped by searching for the next non-zero byte, never by copying the rest of the section."""
-    view = byte_view(data)
-    parts: list[tuple[int, memoryview]] = []
-    pos = 0
-    n = len(view)
-    while pos < n:
-        if identify(view[pos:pos + 32]) not in (FileKind.CLANG_BUNDLE, FileKind.COMPRESSED_BUNDLE):
-            if parts:
-                # Skip zero padding up to the next non-zero byte; only padding may end the section.
-                nonzero = _next_nonzero(view, pos)
-                if nonzero is None:
-                    break
-                if nonzero == pos:
-                    raise OffloadError(f"no bundle at offset {pos:#x} after the previous one")
-                pos = nonzero
-                continue
-        part = view[pos:]
-        extent = _bundle_extent(part)
-        if extent is None or extent <= 0 or extent >= len(part):
-            parts.append((pos, part))
-            break
-        parts.append((pos, part[:extent]))
-        pos += extent
-        if len(parts) > 1 << 16:
-            raise OffloadError("more than 65536 bundles in one section")
-    return parts
-
-
-def _next_nonzero(view: memoryview, pos: int, chunk: int = 1 << 16) -> int | None:
-    """The offset of the first non-zero byte at or after `pos`, or None (searched chunk by chunk)."""
-    n = len(view)
-    while pos < n:
-        block = bytes(view[pos:pos + chunk])
-        stripped = block.lstrip(b"\0")
-        if stripped:
-            return pos + len(block) - len(stripped)
-        pos += len(block)
-        chunk = min(chunk * 2, 1 << 22)
-    return None
 
 
 @dataclass
