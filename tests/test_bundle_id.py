@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 
 from conftest import oracle_crashed, find_tool, need_tool, run
 from offload_tool.rules.bundle_id import (OFFLOAD_KINDS, BundleEntryID, archive_conflict, is_code_object_compatible,
-                                    is_offload_kind_compatible, parse_bundle_entry_id, standardize,
+                                    is_offload_kind_compatible, llvm19_compatible, parse_bundle_entry_id, standardize,
                                     standardize_llvm22, validate_bundler_targets)
 from offload_tool.errors import BundleError, OffloadError, UsageError
 
@@ -659,3 +659,42 @@ def test_hipcc_rdc_object_ids(hipcc_fatbin, tmp_path):
             assert proc.returncode == 1 and ours == ["host-x86_64-pc-linux-gnu"]
         else:
             assert (proc.returncode == 0) == (len(ours) == 1), request
+
+
+# ---- LLVM 19's own answer (the bundler's unbundling) ------------------------------------------------------------
+# (entry as stored, requested target, LLVM 19 extracts it): verified with clang-offload-bundler-19, a one-entry
+# bundle per row and one request (the test asks it again where it is installed).  `is_code_object_compatible`'s
+# default reading answers otherwise on the rows marked "tolerant".
+LLVM19_COMPATIBLE = [
+    ("host-x86_64-unknown-linux", "host-x86_64-unknown-linux", False),          # tolerant: True (hipcc's host)
+    ("host-x86_64-unknown-linux-", "host-x86_64-unknown-linux", False),         # tolerant: True
+    ("host-x86_64-unknown-linux--", "host-x86_64-unknown-linux", True),
+    ("host-x86_64-unknown-linux-gnu", "host-x86_64-unknown-linux-gnu", False),  # tolerant: True (clang 15)
+    ("host-x86_64-unknown-linux-gnu-", "host-x86_64-unknown-linux-gnu", True),
+    ("host-x86_64-unknown-linux-gnu-", "host-x86_64-unknown-linux", False),
+    ("host-x86_64-pc-linux-gnu", "host-x86_64-pc-linux-gnu", False),            # tolerant: True (hipcc -fgpu-rdc)
+    ("host-x86_64--linux-gnu-", "host-x86_64-unknown-linux-gnu", False),        # tolerant: True
+    ("openmp-x86_64-pc-linux-gnu", "openmp-x86_64-pc-linux-gnu", False),        # tolerant: True
+    ("openmp-nvptx64-nvidia-cuda-unknown-", "openmp-nvptx64-nvidia-cuda", False),  # tolerant: True (22)
+    ("hipv4-amdgcn-amd-amdhsa--carrizo", "hip-amdgcn-amd-amdhsa--gfx801:xnack+", False),  # tolerant: True
+    ("hip-amdgcn-amd-amdhsa-gfx90a", "hipv4-amdgcn-amd-amdhsa--gfx90a", True),
+    ("hip-amdgcn-amd-amdhsa-gfx90a:xnack-", "hip-amdgcn-amd-amdhsa--gfx90a", False),
+    ("hip-amdgcn-amd-amdhsa-unknown-gfx906", "hipv4-amdgcn-amd-amdhsa--gfx906:sramecc+:xnack+", True),
+    ("openmp-nvptx64-nvidia-cuda-unknown-sm_90a", "openmp-nvptx64-nvidia-cuda--sm_90a", True),
+    ("hipv4-amdgcn-amd-amdhsa--gfx10-3-generic", "hipv4-amdgcn-amd-amdhsa--gfx10-3-generic", True),
+]
+
+
+@pytest.mark.parametrize("entry, target, expected", LLVM19_COMPATIBLE)
+def test_llvm19_compatible(entry, target, expected, tmp_path):
+    std = str(validate_bundler_targets([target], bundling=False)[0])
+    assert llvm19_compatible(entry, std) is expected
+    assert is_code_object_compatible(entry, std, as_llvm19=True) is expected
+    bundler = find_tool("clang-offload-bundler-19")
+    if bundler:
+        from offload_tool.formats.bundle import BundleEntry, write_binary_bundle
+
+        with open(tmp_path / "b.bc", "wb") as f:
+            write_binary_bundle([BundleEntry(entry, b"0")], f)
+        theirs = _extract19(bundler, tmp_path / "b.bc", target, tmp_path)
+        assert theirs is ORACLE_CRASHED or (theirs == 0) is expected

@@ -219,8 +219,13 @@ def plan_unbundle(entries: list[BundleEntry], targets: list[str], *, hip_openmp_
                   ) -> tuple[dict[int, BundleEntry], list[int]]:
     """Which entry each target receives, by LLVM 19's rule: for each entry in handler order the first
     compatible target in the worklist's StringMap order takes it. Returns ({target index: entry},
-    indices of targets left without one). Duplicated standardized targets: the last one is used."""
-    from ..rules.bundle_id import is_code_object_compatible
+    indices of targets left without one). Duplicated standardized targets: the last one is used.
+
+    Compatibility is LLVM 19's own (`bundle_id.llvm19_compatible`), so the same runs fail: an entry
+    without a GPU target ID is taken only by a target that standardizes to exactly its spelling, and
+    one written without the trailing empty field (clang 15 and hipcc's `host-x86_64-unknown-linux`,
+    `host-x86_64-pc-linux-gnu`) by none ("Can't find bundles for host-x86_64-unknown-linux--")."""
+    from ..rules.bundle_id import llvm19_compatible
     from ..rules.stringmap import StringMap
 
     worklist: StringMap[int] = StringMap()
@@ -231,7 +236,7 @@ def plan_unbundle(entries: list[BundleEntry], targets: list[str], *, hip_openmp_
         if len(worklist) == 0:
             break
         for t, n in worklist.items():
-            if is_code_object_compatible(entry.bundle_entry_id, t, hip_openmp_compatible=hip_openmp_compatible):
+            if llvm19_compatible(entry.bundle_entry_id, t, hip_openmp_compatible=hip_openmp_compatible):
                 assigned[n] = entry
                 del worklist[t]
                 break

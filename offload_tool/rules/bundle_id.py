@@ -11,7 +11,8 @@ Two readings are provided:
   string, so it cannot match pre-standardization entries like `host-x86_64-unknown-linux-gnu`), this reading
   gives the intended fields instead; for every ID that LLVM 19 matches consistently the results agree.
 
-`is_code_object_compatible` is the unbundler's `isCodeObjectCompatible`.
+`is_code_object_compatible` is the unbundler's `isCodeObjectCompatible` (with `as_llvm19`, or
+`llvm19_compatible`, exactly as LLVM 19 answers it, quirks included).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from .triple import is_compatible_with, is_valid_arch, normalize, parse_triple, 
 
 __all__ = [
     "OFFLOAD_KINDS", "BundleEntryID", "standardize", "standardize_llvm22", "parse_bundle_entry_id",
-    "validate_bundler_targets", "is_code_object_compatible", "is_offload_kind_compatible", "archive_conflict",
+    "validate_bundler_targets", "is_code_object_compatible", "llvm19_compatible", "is_offload_kind_compatible",
+    "archive_conflict",
 ]
 
 #: The offload kinds the bundler accepts (`cuda` is not one).
@@ -169,7 +171,8 @@ def _plain_fields(triple: str) -> tuple[str, ...]:
 
 
 def is_code_object_compatible(code_object: "str | BundleEntryID", target: "str | BundleEntryID", *,
-                              hip_openmp_compatible: bool = False, llvm_version: int = 19) -> bool:
+                              hip_openmp_compatible: bool = False, llvm_version: int = 19,
+                              as_llvm19: bool = False) -> bool:
     """`isCodeObjectCompatible(CodeObject, Target)` (LLVM 19): may the entry `code_object` be extracted for
     the requested `target`?
 
@@ -183,7 +186,10 @@ def is_code_object_compatible(code_object: "str | BundleEntryID", target: "str |
     Deliberate difference from LLVM 19, which re-parses both IDs with its `OffloadTargetInfo` constructor:
     entries written without the trailing empty field (hipcc's `host-x86_64-unknown-linux`, older
     `host-x86_64-unknown-linux-gnu`) or with `unknown` for an empty field (22) match the target they name,
-    where 19 reports "Can't find bundles"."""
+    where 19 reports "Can't find bundles".  `as_llvm19=True` drops that difference (`llvm19_compatible`):
+    the bundler's unbundling answers as LLVM 19 does, exit status and messages included."""
+    if as_llvm19:
+        return llvm19_compatible(code_object, target, hip_openmp_compatible=hip_openmp_compatible)
     co, tg = _as_id(code_object), _as_id(target)
     if co.target_id == "" or tg.target_id == "":
         # LLVM 19 re-reads an ID without a target ID with the *whole string* as its target ID, so such an
@@ -191,6 +197,28 @@ def is_code_object_compatible(code_object: "str | BundleEntryID", target: "str |
         # "unknown" alike so that clang 15 / 22 spellings of that ID match too.
         return (co.kind == tg.kind and co.target_id == tg.target_id
                 and _plain_fields(co.triple) == _plain_fields(tg.triple))
+    return _compatible_readings(co, tg, hip_openmp_compatible, llvm_version)
+
+
+def llvm19_compatible(code_object: "str | BundleEntryID", target: "str | BundleEntryID", *,
+                      hip_openmp_compatible: bool = False) -> bool:
+    """`isCodeObjectCompatible` exactly as LLVM 19 answers it: both IDs read by its `OffloadTargetInfo`
+    constructor (`standardize`), quirks included.  An ID whose last '-' field is empty (every
+    standardized ID without a GPU, `host-x86_64-unknown-linux-gnu-`) is read with the whole string as
+    its target ID, and one whose last field is no GPU name (clang 15's `host-x86_64-unknown-linux`,
+    `host-x86_64-pc-linux-gnu`) with none; so such an entry matches a requested target only when it
+    is spelled exactly as the target standardizes, and an entry written without the trailing empty
+    field matches no standardized target at all.  IDs with a GPU target ID agree with
+    `is_code_object_compatible`'s reading."""
+    co = standardize(code_object if isinstance(code_object, str) else str(code_object))
+    tg = standardize(target if isinstance(target, str) else str(target))
+    return _compatible_readings(co, tg, hip_openmp_compatible, 19)
+
+
+def _compatible_readings(co: BundleEntryID, tg: BundleEntryID, hip_openmp_compatible: bool,
+                         llvm_version: int) -> bool:
+    """`isCodeObjectCompatible` over two readings of the IDs: exact match, else compatible kinds
+    and triples, the same processor, and every feature the code object pins pinned alike by the target."""
     triples_ok = is_compatible_with(co.triple, tg.triple)
     if co.kind == tg.kind and triples_ok and co.target_id == tg.target_id:
         return True
