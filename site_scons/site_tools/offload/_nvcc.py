@@ -34,6 +34,7 @@ import time
 from dataclasses import dataclass, field
 
 import SCons.Action
+import SCons.Errors
 import SCons.Scanner
 import SCons.Script
 import SCons.Subst
@@ -328,6 +329,7 @@ def parse(text: str) -> Plan:
     env, argvs = plan_lines(text)
     steps: list[Step] = []
     roles: dict[str, str] = {}          # temporary file -> role
+    preprocessed: dict[str, Step] = {}  # role of a device preprocess's text no cicc has read yet -> its step
 
     def out(tmp: str, role: str) -> str:
         roles[tmp] = role
@@ -346,8 +348,11 @@ def parse(text: str) -> Plan:
         if _is_host_cc(prog) and "-E" in argv:
             arch = next((a.split("=", 1)[1] for a in argv if a.startswith("-D__CUDA_ARCH__=")), None)
             if arch:
+                # `__CUDA_ARCH__` is the arch's number only (900 for compute_90, compute_90a and
+                # compute_90f alike): the cicc step that reads this text names its virtual arch.
                 step.kind, step.virtual = "pp", f"compute_{arch[:-1]}"
-                step.outputs = [out(argv[argv.index("-o") + 1], f"ii.{step.virtual}")]
+                step.outputs = [out(argv[argv.index("-o") + 1], f"ii.{len(steps)}")]
+                preprocessed[step.outputs[0]] = step
             else:
                 step.kind = "host_pp"
                 step.outputs = [out(argv[argv.index("-o") + 1], "ii.host")]
@@ -360,7 +365,8 @@ def parse(text: str) -> Plan:
         elif base == "cicc":
             v = _opt(argv, "-arch")
             step.kind, step.virtual = "cicc", v
-            step.inputs = [inp(argv[argv.index("-o") - 1]), inp(_opt(argv, "--module_id_file_name"))]
+            step.inputs = [_claim(preprocessed, roles, inp(argv[argv.index("-o") - 1]), argv[argv.index("-o") - 1], v),
+                           inp(_opt(argv, "--module_id_file_name"))]
             step.outputs = [out(argv[argv.index("-o") + 1], f"ptx.{v}"),
                             out(_opt(argv, "--gen_c_file_name"), f"cudafe1.c.{v}"),
                             out(_opt(argv, "--stub_file_name"), f"stub.{v}"),
@@ -399,6 +405,8 @@ def parse(text: str) -> Plan:
         else:
             raise _Shape(f"an unknown step '{base}'")
         steps.append(step)
+    if preprocessed:
+        raise _Shape("a device preprocess whose text no cicc step reads")
     kinds = [s.kind for s in steps]
     if kinds.count("fe") != 1 or kinds.count("host_pp") != 1 or kinds.count("fatbin") != 1 \
             or kinds.count("host") != 1 or kinds[-1] != "host" or "cicc" not in kinds:
@@ -411,6 +419,23 @@ def parse(text: str) -> Plan:
     if len({s.virtual for s in steps if s.kind == "cicc"}) != kinds.count("cicc"):
         raise _Shape("two cicc steps for one virtual arch")
     return Plan(env=env, steps=steps, host_stub_arch=stub_owner[0])
+
+
+def _claim(preprocessed: dict[str, Step], roles: dict[str, str], role: str, tmp: str, virtual: str) -> str:
+    """The role `ii.<virtual>` of the device preprocess whose text (`role`, in `tmp`) the cicc
+    step of `virtual` reads, now named after that arch. The preprocess knows only the arch's
+    number (`-D__CUDA_ARCH__=900`), the same for `compute_90`, the arch-specific `compute_90a`
+    and the family `compute_90f`; cicc's `-arch` tells them apart, so that each has files and a
+    node of its own (`x.compute_90a.cpp1.ii`) when one source is built for several of them."""
+    pp = preprocessed.pop(role, None)
+    if pp is None:
+        raise _Shape("a cicc step that reads no device preprocess's text")
+    m = re.fullmatch(r"compute_(\d+)[a-z]?", virtual)
+    if not m or pp.virtual != f"compute_{m.group(1)}":
+        raise _Shape(f"cicc -arch {virtual} reads the text preprocessed for {pp.virtual}")
+    pp.virtual = virtual
+    roles[tmp] = pp.outputs[0] = f"ii.{virtual}"
+    return roles[tmp]
 
 
 def _opt(argv: list[str], name: str) -> str:
@@ -427,10 +452,68 @@ def split_wanted(env) -> bool:
     return bool(env.get("OFFLOAD_NVCC_SPLIT", True)) and not env.subst("$OFFLOAD_LAUNCHER").strip()
 
 
+# An arch with a suffix: arch-specific `sm_90a`, family `sm_100f`.
+_VARIANT = re.compile(r"sm_(\d+)([a-z])")
+_variants: dict[tuple, str] = {}
+
+
+def _variant_refused(env, command: str, path: str, arch: str) -> str:
+    """What nvcc says when asked for the arch-specific or family variant `arch` (`''` when it
+    builds it): nvcc lists only its `sm_NN` (`--list-gpu-code`), and which variants a CUDA
+    release has is its own to say (CUDA 13 builds `sm_90a` and `sm_100f`, not `sm_90f` nor
+    `sm_89a`). Asked with `--dryrun`, which compiles nothing (~25 ms), once per nvcc and arch;
+    kept between runs with the other probes' answers while nvcc is unchanged."""
+    from . import _probe_cache, _toolchain
+    penv = _toolchain.build_env(env)
+    memo = (path, penv.get("PATH", ""), arch)
+    if memo in _variants:
+        return _variants[memo]
+    top = env.Dir("#").get_abspath()
+    k = _probe_cache.key(command, path, penv, False, probe=f"nvcc-arch-variant {arch}")
+    entry = _probe_cache.load(top, k) if k else None
+    if entry is not None and len(entry["answers"]) == 1 and isinstance(entry["answers"][0], str):
+        _variants[memo] = entry["answers"][0]
+        return _variants[memo]
+    n = arch[3:]
+    try:
+        run = subprocess.run([path, "--dryrun", "-gencode", f"arch=compute_{n},code=sm_{n}", "-c", "-x", "cu",
+                              os.devnull, "-o", os.devnull], capture_output=True, text=True, timeout=60, env=penv)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return ""            # it cannot say: the compile will
+    said = [ln.strip() for ln in (run.stdout + run.stderr).splitlines() if f"_{n}" in ln and not ln.startswith("#$")]
+    # Only a refusal that names the arch is one: a wrapper failing on an empty source is not.
+    _variants[memo] = re.sub(r"\s+", " ", said[0]) if run.returncode and said else ""
+    if k and (run.returncode == 0 or said):
+        _probe_cache.store(top, k, [_variants[memo]], [])
+    return _variants[memo]
+
+
+def refuse_unbuilt_variants(env, o: dict, source) -> None:
+    """A `UserError` naming the first arch-specific or family arch of the compile with overrides
+    `o` (`sm_89a`, `sm_90f`) that nvcc does not build. The check of `OFFLOAD_ARCHS` against what
+    nvcc lists takes every listed `sm_NN` as standing for its variants too; one nvcc lacks would
+    otherwise fail in nvcc's plan (a note, then the compile's own error) or in the compile, with
+    no word of which setting to change. Asked in every nvcc mode (split or not, a launcher)."""
+    from . import _toolchain
+    suffixed = [a for a in o.get("_OFFLOAD_NVCC_ARCHS") or [] if _VARIANT.fullmatch(a)]
+    command = env.subst("$OFFLOAD_NVCC").strip() if suffixed else ""
+    path = _toolchain.resolve(env, command) if command else None
+    for arch in suffixed if path else ():
+        why = _variant_refused(env, command, path, arch)
+        if why:
+            src = f", which compiles '{source[0]}' ({o.get('_OFFLOAD_LANG') or 'cuda'})" if source else ""
+            raise SCons.Errors.UserError(
+                f"offload: OFFLOAD_ARCHS: '{arch}' is not an arch {_toolchain.compiler_words(env, command, True)} "
+                f"builds ({why}){src}: sm_{_VARIANT.fullmatch(arch).group(1)}, or a CUDA whose nvcc builds "
+                f"{arch} (OFFLOAD_NVCC)")
+
+
 def plan_for(env, o: dict, target=None, source=None) -> Plan | None:
     """nvcc's plan for the compile of `source` into `target` with overrides `o` (memoized per
     command line), or None with a one-line note when it cannot be split; None, silently, when
-    the split is not wanted (`split_wanted`)."""
+    the split is not wanted (`split_wanted`). An arch variant nvcc does not build is refused
+    first, whether split or not (`refuse_unbuilt_variants`)."""
+    refuse_unbuilt_variants(env, o, source)
     return dryrun(env, o, "$OFFLOAD_NVCC --dryrun -c -o " + _PLAN_OUT + " $_OFFLOAD_NVCC_GENCODE $OFFLOAD_NVCCFLAGS "
                   "$_OFFLOAD_NVCC_HOSTFLAGS $_OFFLOAD_NVCC_CPPFLAGS " + _PLAN_SRC, parse,
                   "nvcc's plan is not split per arch", "one nvcc -c per source instead", target, source)
