@@ -9,7 +9,8 @@ the same output before and after, byte for byte:
     .venv/bin/python scripts/command_lines.py > after.txt && cmp before.txt after.txt
 
 Paths of the temporary projects are replaced by `<PROJECT>`, the (device, inode) words of
-OpenMP sources' identities by `<ID>` and the random part of temporaries' names by `<RANDOM>`, so
+OpenMP sources' identities by `<ID>`, the sccache-dist server's key (from the project's path) by
+`<KEY>` and the random part of temporaries' names by `<RANDOM>`, so
 that two runs compare. Modes whose
 tools are missing are listed with why, in place of their lines. The sccache-dist modes get a
 client configuration naming a scheduler on a closed port (no cluster is started): their command
@@ -46,6 +47,9 @@ def _scons_n(root: Path, args: list[str], env: dict) -> str:
     # the header identities): new files, new numbers.
     dev = f"{os.stat(root).st_dev:x}"
     out = re.sub(rf"\b{dev}_[0-9a-f]+(_[0-9a-f]{{16}})?\b", "<ID>", out)
+    # The tool's sccache-dist server is keyed by the project's path and its configuration file.
+    for key in set(re.findall(r"\.offload-dist/([0-9a-f]{16})\b", out)):
+        out = out.replace(key, "<KEY>")
     # Temporaries between a device job and ptxas have a random part (never a predictable name).
     return re.sub(r"\.[0-9a-f]{12}\.device\.s\b", ".<RANDOM>.device.s", out)
 
