@@ -28,7 +28,7 @@ int main() { return 0; }
 
 def _check_container():
     pytest.importorskip("SCons")
-    from offload._consume import check_container
+    from offload.graph.consume import check_container
 
     return check_container
 

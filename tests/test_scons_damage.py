@@ -246,7 +246,7 @@ def test_host_ir_temporary_is_beside_the_output_and_unpredictable(tmp_path):
     from conftest import REPO
     pytest.importorskip("SCons")
     sys.path.insert(0, str(REPO / "site_scons" / "site_tools"))
-    from offload import _host_ir
+    from offload.graph import host_ir as _host_ir
     out = str(tmp_path / "k.sm_80.o")
     t = _host_ir.temp_path(out, ".s")
     assert os.path.dirname(t) == str(tmp_path) and t.endswith(".s")

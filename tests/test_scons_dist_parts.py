@@ -19,7 +19,7 @@ from scons_helpers import REPO, Project, scons_env
 from sccache_dist_cluster import stop_tool_servers
 
 sys.path.insert(0, str(REPO / "site_scons" / "site_tools"))
-from offload import _dist, _dist_toolchain  # noqa: E402
+from offload.dist import sccache as _dist, toolchain_archive as _dist_toolchain  # noqa: E402
 
 
 def test_toml_written_back_reads_as_the_same_settings():

@@ -17,7 +17,7 @@ from scons_samples import KERN_CPP, MAIN_C
 pytestmark = pytest.mark.slow
 
 sys.path.insert(0, str(SITE_TOOLS))
-from offload import _host_ir  # noqa: E402
+from offload.graph import host_ir as _host_ir  # noqa: E402
 
 SCONSTRUCT = """
 env = Environment(tools=['default', 'offload'],

@@ -398,7 +398,7 @@ def test_a_new_builder_says_its_report_kind_where_it_is_made(tmp_path):
     p = Project(tmp_path)
     p.write("SConstruct", """
         env = Environment(tools=['default', 'offload'], OFFLOAD_CLANG='clang-19')
-        from offload import _builders
+        from offload.graph import common as _builders
         env['BUILDERS']['_OffloadToyStep'] = _builders.builder(action='cp $SOURCE $TARGET', report_kind='toy-step',
                                                                final_binary=True)
         env['BUILDERS']['Shout'] = Builder(action='tr a-z A-Z < $SOURCE > $TARGET')

@@ -308,7 +308,7 @@ def test_sources_in_a_variant_directory_without_copies(tmp_path):
 RACE_SCONSTRUCT = """
 import os, sys
 sys.path.insert(0, {site_tools!r})
-from offload._nvcc import _intermediates
+from offload.graph.nvcc.split import _intermediates
 env = Environment(tools=[])
 stamp = int(ARGUMENTS['stamp'])
 def write(target, source, env):

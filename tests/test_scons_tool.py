@@ -279,7 +279,7 @@ def test_group_signatures_are_scons_own(mkenv, extra):
     for a caller's overrides, and where a flag asks a source or target more than its name (that
     group falls back to SCons's own substitution)."""
     need_tool("clang-19")
-    from offload._signatures import GroupSignatureAction
+    from offload.scons.signatures import GroupSignatureAction
     env = mkenv(OFFLOAD_ARCHS=["sm_80", "gfx90a"], CPPPATH=["include"], **extra)
     objs = list(env.OffloadObject(["src/a.c", "src/b.cpp", "src/c.c", "src/k.cu", "src/v.hip"]))
     with open("src/d.c", "w") as f:
@@ -319,7 +319,7 @@ def test_link_signatures_are_scons_own(mkenv):
     string substitution is), are byte-identical to SCons's own. A command given as a list of
     command lines is signed by SCons itself."""
     need_tool("clang-19")
-    from offload._signatures import LazyCommandAction, LinearSignature
+    from offload.scons.signatures import LazyCommandAction, LinearSignature
     names = [f"src/s{i}.c" for i in range(40)]
     for name in names:
         with open(name, "w") as f:
@@ -375,7 +375,7 @@ def test_probe_answers_kept_between_runs(tmp_path):
     """The compiler probes' answers are kept beside `.sconsign` and used while the compiler's
     installation is unchanged; a wrapper's (not a clang executable itself) are never kept."""
     need_tool("clang-19")
-    from offload import _probe_cache
+    from offload.toolchain import probe_cache as _probe_cache
     import shutil
     clang = os.path.realpath(shutil.which("clang-19"))
     penv = {"PATH": os.environ["PATH"]}

@@ -274,7 +274,7 @@ def test_scons_manifest_verify_passes_runs_on():
     sys.path.insert(0, str(REPO / "site_scons" / "site_tools"))
     pytest.importorskip("SCons")
     import SCons.Errors
-    from offload import _bundling
+    from offload.graph import bundling as _bundling
     cmd = _bundling.verify_cmds(None, None, {"OFFLOAD_RUNS_ON": ["sm_86", "gfx90a:xnack-"]}, False)
     assert "verify -q $SOURCES" in cmd and " --runs-on=sm_86,gfx90a:xnack-" in cmd
     assert " --runs-on=sm_90" in _bundling.verify_cmds(None, None, {"OFFLOAD_RUNS_ON": "sm_90",

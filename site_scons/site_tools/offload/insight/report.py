@@ -39,9 +39,11 @@ import time
 import SCons.Node.FS
 import SCons.Script
 
-from . import _nvcc, _report_page, _scons_hooks
-from ._archs import file_safe
-from ._report_page import HOST_GROUP, fmt_bytes
+from ..graph.nvcc import split as _nvcc
+from . import report_page as _report_page
+from ..scons import hooks as _scons_hooks
+from ..settings.archs import file_safe
+from .report_page import HOST_GROUP, fmt_bytes
 
 SCHEMA = "offload-build-report/1"
 

@@ -37,7 +37,7 @@ import SCons.Errors
 import SCons.Node
 import SCons.Script
 
-from . import _scons_hooks
+from ..scons import hooks as _scons_hooks
 
 MODES = ("auto", "on", "off")
 

@@ -12,7 +12,8 @@ import os
 
 import SCons.Errors
 
-from . import _archs, _drivers
+from . import archs as _archs
+from . import drivers as _drivers
 
 
 @dataclasses.dataclass(frozen=True)

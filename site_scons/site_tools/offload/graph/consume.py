@@ -183,7 +183,7 @@ def drop_damaged_cache_copy(node, kind: str) -> str | None:
     fetched, and fetching it again mends it."""
     from offload_tool.printable import printable
 
-    from . import _scons_hooks
+    from ..scons import hooks as _scons_hooks
 
     path = _scons_hooks.cache_copy_path(node)
     if path is None or not os.path.isfile(path) or _damage(path, kind) is None:

@@ -28,8 +28,8 @@ import sys
 
 import SCons.Tool
 
-from . import _languages
-from ._builders import read_path, scanned_files
+from ..settings import languages as _languages
+from .common import read_path, scanned_files
 
 _CONSTRUCT = re.compile(rb"(?:^[ \t]*#[ \t]*pragma|_Pragma[ \t]*\([ \t]*\")[ \t]*omp[ \t]+"
                         rb"(?:target|(?:begin[ \t]+)?declare[ \t]+target)\b", re.M)

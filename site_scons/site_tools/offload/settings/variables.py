@@ -14,7 +14,13 @@ import sys
 
 import SCons.Util
 
-from . import _builders, _bundling, _compile, _languages, _launchers, _link, _toolchain
+from ..graph import common as _builders
+from ..graph import bundling as _bundling
+from ..graph import compile as _compile
+from . import languages as _languages
+from ..dist import launchers as _launchers
+from ..graph import link as _link
+from ..toolchain import discovery as _toolchain
 
 # --------------------------------------------------------------------------------------------
 # The table

@@ -23,8 +23,8 @@ import SCons.Errors
 import SCons.Subst
 import SCons.Util
 
-from . import _probe_cache
-from ._probe_cache import clang_executable  # noqa: F401  (the tool's other modules ask it here)
+from . import probe_cache as _probe_cache
+from .probe_cache import clang_executable  # noqa: F401  (the tool's other modules ask it here)
 
 # The Debian package that provides each tool, for "not found" messages.
 DEBIAN_PACKAGES = {

@@ -41,8 +41,9 @@ import sys
 import threading
 from dataclasses import dataclass
 
-from . import _signatures, _toolchain
-from ._builders import settings
+from ..scons import signatures as _signatures
+from ..toolchain import discovery as _toolchain
+from .common import settings
 
 #: The define that carries a source's file identity (`offload_ids.h`), different per source.
 SOURCE_ID = "OFFLOAD_TOOL_SOURCE_ID="

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import SCons.Errors
 
-from . import _settings_check, _toolchain
+from . import checks as _settings_check
+from ..toolchain import discovery as _toolchain
 
 CHOICES = ("new", "old", "auto")
 

@@ -12,9 +12,9 @@ import os
 import SCons.Errors
 import SCons.Util
 
-from . import _toolchain
-from ._archs import file_safe
-from ._builders import LIBRARY_VARS, PY, action, builder, canonical, node, nodes, path_word, settings
+from ..toolchain import discovery as _toolchain
+from ..settings.archs import file_safe
+from .common import LIBRARY_VARS, PY, action, builder, canonical, node, nodes, path_word, settings
 
 COMMANDS = {
     "OFFLOAD_BUNDLECOM": f"{PY} -m offload_tool.cli.bundler -type=$_OFFLOAD_BUNDLETYPE $_OFFLOAD_COMPRESSFLAG "

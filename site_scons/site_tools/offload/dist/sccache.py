@@ -42,7 +42,8 @@ import SCons.Node.Python
 import SCons.Script
 import SCons.Subst
 
-from . import _dist_toolchain, _toolchain
+from . import toolchain_archive as _dist_toolchain
+from ..toolchain import discovery as _toolchain
 
 #: Flavour -> (what stays here, why), said once per run when a build compiles that way through
 #: sccache-dist. A flavour not listed sends its device compiles to the servers.

@@ -23,7 +23,10 @@ import SCons.Util
 
 import offload_tool
 
-from . import _archs, _consume, _signatures, _toolchain
+from ..settings import archs as _archs
+from . import consume as _consume
+from ..scons import signatures as _signatures
+from ..toolchain import discovery as _toolchain
 
 LAUNCH = "$( $_OFFLOAD_LAUNCH $)"
 PY = "$( $OFFLOAD_PYTHON $)"
@@ -101,11 +104,14 @@ class InProcessAction(_signatures.LinearSignature, SCons.Action.CommandAction):
         return 0
 
 
-PACKAGE_EMBED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_package_embed.py")
+#: The tool's top folder: the scripts its commands run by path (`_package_embed.py`,
+#: `_device_link.py`) and the header its compiles include (`offload_ids.h`) live there.
+TOOL_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE_EMBED = os.path.join(TOOL_DIR, "_package_embed.py")
 
 
 def _run_package_embed(argv):
-    from . import _package_embed
+    from .. import _package_embed
     return _package_embed.main(argv)
 
 

@@ -24,7 +24,9 @@ import types
 import SCons.Errors
 import SCons.Util
 
-from . import _archs, _signatures, _toolchain
+from . import archs as _archs
+from ..scons import signatures as _signatures
+from ..toolchain import discovery as _toolchain
 
 # Options only nvcc takes (long and short spellings; `=value` forms are matched by the name).
 _NVCC_ONLY = {
@@ -234,7 +236,7 @@ def amd_device_libs(senv) -> None:
 # --------------------------------------------------------------------------------------------
 # Errors at the line that asked
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
+_HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the tool's top folder
 
 
 def _requesting_frame():

@@ -23,13 +23,21 @@ import SCons.Subst
 import SCons.Tool
 import SCons.Util
 
-from . import _archs, _compdb, _consume, _host_ir, _languages, _openmp_sources, _settings_check, _toolchain
-from ._signatures import GroupSignatureAction
-from ._archs import archs_for, file_safe
-from ._builders import (COMPILER_VARS, LAUNCH, LIBRARY_VARS, PACKAGE_EMBED, PY, action, builder, canonical,
-                        command_path, group_builder, group_env, images, names_when_cleaning, node, nodes,
-                        package_embed_builder, pic_overrides, read_path, registry, scanned_files, settings, stem, wants)
-from ._languages import language_of
+from ..settings import archs as _archs
+from ..insight import compdb as _compdb
+from . import consume as _consume
+from . import host_ir as _host_ir
+from ..settings import languages as _languages
+from . import openmp_sources as _openmp_sources
+from ..settings import checks as _settings_check
+from ..toolchain import discovery as _toolchain
+from ..scons.signatures import GroupSignatureAction
+from ..settings.archs import archs_for, file_safe
+from .common import (COMPILER_VARS, LAUNCH, LIBRARY_VARS, PACKAGE_EMBED, PY, TOOL_DIR, action, builder, canonical,
+                     command_path, group_builder, group_env, images, names_when_cleaning, node, nodes,
+                     package_embed_builder, pic_overrides, read_path, registry, scanned_files, settings, stem,
+                     wants)
+from ..settings.languages import language_of
 
 COMMANDS = {
     "OFFLOAD_HOSTCOM": f"{LAUNCH} $OFFLOAD_CLANG $_OFFLOAD_HOST_LANGFLAGS --offload-host-only -c -o $TARGET "
@@ -330,7 +338,7 @@ def source_id_flags(target, source, env, for_signature):
 COMMANDS["_OFFLOAD_SOURCE_ID"] = source_id_flags  # a default like the commands (never overridden per node)
 
 
-ID_HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "offload_ids.h")
+ID_HEADER = os.path.join(TOOL_DIR, "offload_ids.h")
 
 
 def fatbin_id(target, source, env, for_signature):

@@ -8,7 +8,7 @@ How it does so is that tool's internals and changed between SCons releases:
 
 from __future__ import annotations
 
-from . import _scons_hooks
+from ..scons import hooks as _scons_hooks
 
 
 def record(env, targets, sources, com: str) -> None:

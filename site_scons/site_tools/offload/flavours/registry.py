@@ -24,8 +24,15 @@ import os
 import SCons.Errors
 import SCons.Util
 
-from . import _archs, _compdb, _compile, _host_ir, _languages, _nvcc, _settings_check, _toolchain
-from ._builders import pic_overrides, registry, settings, stem, wants
+from ..settings import archs as _archs
+from ..insight import compdb as _compdb
+from ..graph import compile as _compile
+from ..graph import host_ir as _host_ir
+from ..settings import languages as _languages
+from ..graph.nvcc import split as _nvcc
+from ..settings import checks as _settings_check
+from ..toolchain import discovery as _toolchain
+from ..graph.common import pic_overrides, registry, settings, stem, wants
 
 FLAVOURS: dict[str, "Flavour"] = {}
 

@@ -40,7 +40,7 @@ import SCons.Action
 import SCons.Subst
 import SCons.Util
 
-from . import _scons_hooks
+from . import hooks as _scons_hooks
 
 _UNMEMOISABLE = object()
 

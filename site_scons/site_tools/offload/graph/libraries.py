@@ -14,7 +14,7 @@ import os
 import SCons.Node.FS
 import SCons.Util
 
-from . import _toolchain
+from ..toolchain import discovery as _toolchain
 
 _ARCHIVE_MEMO: dict[tuple, bool] = {}
 

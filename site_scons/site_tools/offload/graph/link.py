@@ -19,14 +19,22 @@ import SCons.Scanner.Prog
 import SCons.Script
 import SCons.Util
 
-from . import (_archs, _compile, _dist, _flavours, _languages, _libraries, _nvcc_link, _objects, _settings_check,
-               _toolchain)
-from . import _consume
-from ._archs import archs_for, file_safe
-from ._builders import (COMPILER_VARS, LIBRARY_VARS, PACKAGE_EMBED, action, builder, canonical, cleaning, node,
-                        nodes, package_embed_builder, registry, settings)
+from ..settings import archs as _archs
+from . import compile as _compile
+from ..dist import sccache as _dist
+from ..flavours import registry as _flavours
+from ..settings import languages as _languages
+from . import libraries as _libraries
+from .nvcc import device_link as _nvcc_link
+from . import objects as _objects
+from ..settings import checks as _settings_check
+from ..toolchain import discovery as _toolchain
+from . import consume as _consume
+from ..settings.archs import archs_for, file_safe
+from .common import (COMPILER_VARS, LIBRARY_VARS, PACKAGE_EMBED, TOOL_DIR, action, builder, canonical, cleaning,
+                     node, nodes, package_embed_builder, registry, settings)
 
-_DEVICE_LINK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_device_link.py")
+_DEVICE_LINK = os.path.join(TOOL_DIR, "_device_link.py")
 
 COMMANDS = {
     "OFFLOAD_CARRIERCOM": f"$( $OFFLOAD_PYTHON {PACKAGE_EMBED} $) --empty-host ${{TARGETS[0]}} ${{TARGETS[1]}} "

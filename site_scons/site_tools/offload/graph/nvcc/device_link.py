@@ -28,9 +28,11 @@ from dataclasses import dataclass
 
 import SCons.Action
 
-from . import _archs, _consume, _nvcc
-from ._builders import builder, pic_overrides, settings
-from ._nvcc import Step, _Shape, _command, _is_host_cc, _intermediates, _StepAction, _step_signature, _word
+from ...settings import archs as _archs
+from .. import consume as _consume
+from . import split as _nvcc
+from ..common import builder, pic_overrides, settings
+from .split import Step, _Shape, _command, _is_host_cc, _intermediates, _StepAction, _step_signature, _word
 
 _OUT = "offload_nvcc_plan_dlink.o"
 _INS = ("offload_nvcc_plan_in1.o", "offload_nvcc_plan_in2.o")   # two, to see where a step puts its inputs

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import SCons.Util
 
-from . import _dist, _flavours, _languages, _openmp_sources, _settings_check
-from ._archs import archs_for
-from ._builders import canonical, node, nodes, registry, settings, stem, wants
-from ._compile import object_suffix
+from ..dist import sccache as _dist
+from ..flavours import registry as _flavours
+from ..settings import languages as _languages
+from . import openmp_sources as _openmp_sources
+from ..settings import checks as _settings_check
+from ..settings.archs import archs_for
+from .common import canonical, node, nodes, registry, settings, stem, wants
+from .compile import object_suffix
 
 
 def OffloadObject(env, source, target=None, **kw):

@@ -40,8 +40,8 @@ import SCons.Script
 import SCons.Subst
 import SCons.Tool
 
-from . import _consume
-from ._builders import builder, names_when_cleaning, stem
+from .. import consume as _consume
+from ..common import builder, names_when_cleaning, stem
 
 _PLAN_SRC = "offload_nvcc_plan_src.cu"
 _PLAN_OUT = "offload_nvcc_plan_out.o"
@@ -181,7 +181,7 @@ def shell_words(env, template: str, target=None, source=None, for_signature: boo
     SCons's own escaping of each word, then the shell's reading of the line, with the build's
     `ENV`. A line that needs a shell (a command substitution) is read by one, except for a
     signature, which takes it as SCons wrote it."""
-    from . import _toolchain
+    from ...toolchain import discovery as _toolchain
     mode = SCons.Subst.SUBST_SIG if for_signature else SCons.Subst.SUBST_CMD
     lines = env.subst_list(template, mode, target=target, source=source)
     line = " ".join(" ".join(map(str, SCons.Subst.escape_list(words, env["ESCAPE"]))) for words in lines)
@@ -463,7 +463,8 @@ def _variant_refused(env, command: str, path: str, arch: str) -> str:
     release has is its own to say (CUDA 13 builds `sm_90a` and `sm_100f`, not `sm_90f` nor
     `sm_89a`). Asked with `--dryrun`, which compiles nothing (~25 ms), once per nvcc and arch;
     kept between runs with the other probes' answers while nvcc is unchanged."""
-    from . import _probe_cache, _toolchain
+    from ...toolchain import probe_cache as _probe_cache
+    from ...toolchain import discovery as _toolchain
     penv = _toolchain.build_env(env)
     memo = (path, penv.get("PATH", ""), arch)
     if memo in _variants:
@@ -494,7 +495,7 @@ def refuse_unbuilt_variants(env, o: dict, source) -> None:
     nvcc lists takes every listed `sm_NN` as standing for its variants too; one nvcc lacks would
     otherwise fail in nvcc's plan (a note, then the compile's own error) or in the compile, with
     no word of which setting to change. Asked in every nvcc mode (split or not, a launcher)."""
-    from . import _toolchain
+    from ...toolchain import discovery as _toolchain
     suffixed = [a for a in o.get("_OFFLOAD_NVCC_ARCHS") or [] if _VARIANT.fullmatch(a)]
     command = env.subst("$OFFLOAD_NVCC").strip() if suffixed else ""
     path = _toolchain.resolve(env, command) if command else None
@@ -549,7 +550,7 @@ def dryrun(env, o: dict, template: str, parser, what: str, instead: str, target=
     (`_not_nvcc`)."""
     if not split_wanted(env):
         return None
-    from . import _toolchain
+    from ...toolchain import discovery as _toolchain
     oenv = env.Override(dict(o, _OFFLOAD_LAUNCH=""))
     with from_top(env, target):
         argv = shell_words(oenv, template, target, source)
@@ -581,7 +582,7 @@ def _not_nvcc(env, program: str, plan_env: dict[str, str]) -> bool:
     folder and would go around it, so it takes whole compiles and device links; noted once per
     build. nvcc says where it is (`_HERE_` in its plan); a link to it is it, and so is a script
     that does nothing but `exec` it with its own arguments (as some installs put on PATH)."""
-    from . import _toolchain
+    from ...toolchain import discovery as _toolchain
     here = plan_env.get("_HERE_")
     if not here:
         raise _Shape("the plan does not say where nvcc is (_HERE_)")

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 
-from . import _dist, _languages
+from . import sccache as _dist
+from ..settings import languages as _languages
 
 _DISTRIBUTING_LAUNCHERS = {"distcc", "pump", "distcc-pump", "icecc", "icerun"}
 
