@@ -134,3 +134,12 @@ def test_every_module_has_a_tier():
 ])
 def test_cycle_finder(graph, cycle):
     assert _cycle(graph) == cycle
+
+
+def test_every_package_of_the_scons_tool_is_installed():
+    """pyproject.toml lists the tool's sub-packages one by one (the tool installs as
+    `offload_scons.offload`): a new sub-package missing there would be left out of a wheel."""
+    import tomllib
+    listed = set(tomllib.loads((TOOL.parents[2] / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    packages = {".".join(("offload_scons", *p.parent.relative_to(TOOL.parent).parts)) for p in TOOL.rglob("__init__.py")}
+    assert packages <= listed, sorted(packages - listed)
