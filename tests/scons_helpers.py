@@ -33,6 +33,27 @@ def scons_env() -> dict:
     return env
 
 
+#: How long one SCons run of a test may take (a mode of the shape matrix builds dozens of programs).
+SCONS_TIMEOUT = 900
+
+
+def run_scons(root, *args, check: bool = True, env: dict | None = None, unset=(), jobs: int | None = None,
+              timeout: float = SCONS_TIMEOUT) -> subprocess.CompletedProcess:
+    """The one way the tests run SCons: `python -m SCons -Q [-jN] ARGS` in `root` with this
+    repository's tool (`scons_env`), `env` added to the process environment and the variables
+    in `unset` removed, bounded by `timeout`. A failure raises (with both outputs) when `check`."""
+    penv = scons_env()
+    for name in unset:
+        penv.pop(name, None)
+    penv.update(env or {})
+    cmd = [sys.executable, "-m", "SCons", "-Q", *([f"-j{jobs}"] if jobs else []), f"--site-dir={REPO / 'site_scons'}",
+           *args]
+    cp = subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=penv, timeout=timeout)
+    if check and cp.returncode:
+        raise AssertionError(f"scons {' '.join(args)} failed ({cp.returncode}):\n{cp.stdout}\n{cp.stderr}")
+    return cp
+
+
 class Project:
     """A throw-away SCons project whose SConstruct loads the tool from this repository."""
 
@@ -61,12 +82,10 @@ class Project:
         os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
         assert os.stat(p).st_ino != st.st_ino
 
-    def scons(self, *args, check: bool = True) -> subprocess.CompletedProcess:
-        cmd = [sys.executable, "-m", "SCons", "-Q", f"--site-dir={REPO / 'site_scons'}", *args]
-        cp = subprocess.run(cmd, cwd=self.root, capture_output=True, text=True, env=scons_env())
-        if check and cp.returncode:
-            raise AssertionError(f"scons {' '.join(args)} failed ({cp.returncode}):\n{cp.stdout}\n{cp.stderr}")
-        return cp
+    def scons(self, *args, check: bool = True, env: dict | None = None, unset=(), jobs: int | None = None,
+              timeout: float = SCONS_TIMEOUT) -> subprocess.CompletedProcess:
+        """`scons -Q ARGS` in the project (`run_scons`); a failure raises when `check`."""
+        return run_scons(self.root, *args, check=check, env=env, unset=unset, jobs=jobs, timeout=timeout)
 
     def up_to_date(self, *args) -> bool:
         return self.scons("-q", *args, check=False).returncode == 0

@@ -8,14 +8,13 @@ from __future__ import annotations
 import ast
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import REPO, need_tool
-from scons_helpers import Project, scons_env
+from scons_helpers import Project
 from scons_samples import KERN_CPP, MAIN_C
 
 TOOL = REPO / "site_scons" / "site_tools" / "offload"
@@ -211,12 +210,7 @@ env.OffloadProgram('app', ['src/main.c', 'src/kern.cpp'])
 def _build(tmp_path, *args, progress="off"):
     need_tool("clang-19")
     p = Project(tmp_path, {"SConstruct": SCONSTRUCT, "src/main.c": MAIN_C, "src/kern.cpp": KERN_CPP})
-    env = scons_env()
-    env["OFFLOAD_PROGRESS"] = progress
-    cmd = [sys.executable, "-m", "SCons", "-Q", f"--site-dir={REPO / 'site_scons'}", *args]
-    cp = subprocess.run(cmd, cwd=p.root, capture_output=True, text=True, env=env, timeout=600)
-    assert cp.returncode == 0, cp.stdout + cp.stderr
-    return p, cp
+    return p, p.scons(*args, env={"OFFLOAD_PROGRESS": progress}, timeout=600)
 
 
 @pytest.mark.slow
@@ -249,14 +243,9 @@ def test_hooks_are_installed_only_when_asked_for(tmp_path):
         "import atexit\n"
         "atexit.register(lambda: print('TASK', m.BuildTask.__name__, 'PROGRESS', type(m.ProgressObject).__name__))\n")
     (p.root / "SConstruct").write_text("exec(open('probe.py').read())\n" + SCONSTRUCT)
-    env = scons_env()
-    env["OFFLOAD_PROGRESS"] = "off"
-    cmd = [sys.executable, "-m", "SCons", "-Q", f"--site-dir={REPO / 'site_scons'}"]
-    out = subprocess.run(cmd, cwd=p.root, capture_output=True, text=True, env=env, timeout=600)
+    out = p.scons(check=False, env={"OFFLOAD_PROGRESS": "off"}, timeout=600)
     assert "TASK BuildTask PROGRESS NoneType" in out.stdout, out.stdout + out.stderr
-    env["OFFLOAD_PROGRESS"] = "on"
-    out = subprocess.run(cmd + ["--offload-report=r.html"], cwd=p.root, capture_output=True, text=True, env=env,
-                         timeout=600)
+    out = p.scons("--offload-report=r.html", check=False, env={"OFFLOAD_PROGRESS": "on"}, timeout=600)
     assert "TASK ReportingBuildTask PROGRESS Progressor" in out.stdout, out.stdout + out.stderr
 
 

@@ -46,17 +46,8 @@ def _project(tmp_path, name="proj") -> Project:
 
 
 def _scons(p: Project, *args, progress: str | None = None, check=True):
-    env_var = {} if progress is None else {"OFFLOAD_PROGRESS": progress}
-    import sys
-    from scons_helpers import REPO, scons_env
-    env = scons_env()
-    env.pop("OFFLOAD_PROGRESS", None)
-    env.update(env_var)
-    cmd = [sys.executable, "-m", "SCons", "-Q", f"--site-dir={REPO / 'site_scons'}", *args]
-    cp = subprocess.run(cmd, cwd=p.root, capture_output=True, text=True, env=env)
-    if check and cp.returncode:
-        raise AssertionError(f"scons {' '.join(args)} failed:\n{cp.stdout}\n{cp.stderr}")
-    return cp
+    return p.scons(*args, check=check, unset=("OFFLOAD_PROGRESS",),
+                   env={} if progress is None else {"OFFLOAD_PROGRESS": progress})
 
 
 def _progress(cp) -> list[tuple[int, int, str]]:

@@ -21,9 +21,7 @@ package here provides are UNAVAILABLE, as in the shape matrix (asked of the comp
 from __future__ import annotations
 
 import dataclasses
-import shutil
 import subprocess
-import sys
 import sysconfig
 from pathlib import Path
 
@@ -31,7 +29,7 @@ import pytest
 
 from conftest import need_tool, run_cli
 from kernel_corpus import corpus
-from scons_helpers import REPO, run_built, scons_env
+from scons_helpers import run_built, run_scons, scons_env
 from test_scons_shape_matrix import _missing, _runtime_missing
 
 pytestmark = pytest.mark.slow
@@ -197,8 +195,7 @@ class CorpusRun:
 
 
 def _scons(root: Path, *args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "SCons", "-Q", f"--site-dir={REPO / 'site_scons'}", *args]
-    return subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=scons_env(), timeout=SCONS_TIMEOUT)
+    return run_scons(root, *args, check=False, timeout=SCONS_TIMEOUT)
 
 
 def _run_mode(name: str, tmp: Path) -> CorpusRun:

@@ -25,7 +25,7 @@ import pytest
 
 from conftest import console_script, find_tool, need_tool
 from scons_samples import KERN_CPP, MAIN_C, SAXPY_CU
-from scons_helpers import REPO, Project, actions, counts, run_built, scons_env
+from scons_helpers import Project, actions, counts, run_built, scons_env
 
 pytestmark = pytest.mark.slow
 
@@ -98,13 +98,7 @@ def _project(root: Path) -> Project:
 def _scons(p: Project, *args, env: dict, check: bool = True) -> subprocess.CompletedProcess:
     """`scons -Q -j2 ARGS` in the project, with extra variables in the caller's environment (the
     SConstruct hands those in `_PASS` to the build), bounded in time."""
-    penv = scons_env()
-    penv.update(env)
-    cmd = [sys.executable, "-m", "SCons", "-Q", "-j2", f"--site-dir={REPO / 'site_scons'}", *args]
-    cp = subprocess.run(cmd, cwd=p.root, capture_output=True, text=True, env=penv, timeout=SCONS_TIMEOUT)
-    if check and cp.returncode:
-        raise AssertionError(f"scons {' '.join(args)} failed ({cp.returncode}):\n{cp.stdout}\n{cp.stderr}")
-    return cp
+    return p.scons(*args, check=check, env=env, jobs=2, timeout=SCONS_TIMEOUT)
 
 
 def _compiles(cp) -> dict[str, int]:

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-import sys
 
 import pytest
 
 from conftest import need_tool, run_cli
-from scons_helpers import REPO, Project, scons_env
+from scons_helpers import Project
 
 pytestmark = pytest.mark.slow
 
@@ -47,10 +45,7 @@ FILES = {
 
 def _cuids(p: Project) -> dict[str, str]:
     """Source -> the `-cuid` of its host compile, from `scons -n` with full command lines."""
-    penv = scons_env()
-    penv["OFFLOAD_VERBOSE"] = "1"
-    cp = subprocess.run([sys.executable, "-m", "SCons", "-Q", "-n", f"--site-dir={REPO / 'site_scons'}"],
-                        cwd=p.root, capture_output=True, text=True, env=penv)
+    cp = p.scons("-n", env={"OFFLOAD_VERBOSE": "1"})
     out = {}
     for line in cp.stdout.splitlines():
         m = re.search(r"-cuid=([0-9a-f]+).*--offload-host-only.* (\S+\.hip)$", line)

@@ -99,11 +99,7 @@ def _build_env(cluster: SccacheDistCluster, cache: Path) -> dict:
 
 
 def _scons(p: Project, *args, env: dict, check: bool = True) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "SCons", "-Q", "-j2", f"--site-dir={REPO / 'site_scons'}", *args]
-    cp = subprocess.run(cmd, cwd=p.root, capture_output=True, text=True, env=env, timeout=SCONS_TIMEOUT)
-    if check and cp.returncode:
-        raise AssertionError(f"scons {' '.join(args)} failed ({cp.returncode}):\n{cp.stdout}\n{cp.stderr}")
-    return cp
+    return p.scons(*args, check=check, env=env, jobs=2, timeout=SCONS_TIMEOUT)
 
 
 def _server(p: Project) -> dict:

@@ -74,7 +74,7 @@ import pytest
 
 from conftest import need_tool, run_cli
 from sccache_dist_cluster import SccacheDistCluster, stop_tool_servers, unavailable_reason
-from scons_helpers import REPO, Project, actions, run_built, scons_env
+from scons_helpers import Project, actions, run_built
 
 pytestmark = pytest.mark.slow
 
@@ -590,10 +590,7 @@ def _write_project(root: Path, mode: Mode, shapes: dict[str, Shape]) -> Project:
 
 
 def _scons(p: Project, *args, env: dict) -> subprocess.CompletedProcess:
-    penv = scons_env()
-    penv.update(env)
-    cmd = [sys.executable, "-m", "SCons", "-Q", f"--site-dir={REPO / 'site_scons'}", *args]
-    return subprocess.run(cmd, cwd=p.root, capture_output=True, text=True, env=penv, timeout=SCONS_TIMEOUT)
+    return p.scons(*args, check=False, env=env, timeout=SCONS_TIMEOUT)
 
 
 def _files(root: Path) -> set[str]:
