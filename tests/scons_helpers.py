@@ -101,6 +101,18 @@ def assert_clean_failure(cp: subprocess.CompletedProcess) -> str:
     return out
 
 
+def refused(project: "Project", *args: str, line: int) -> str:
+    """The one `scons: *** offload: ...` line of a `scons -n ARGS` that the tool refuses when the
+    SConscripts are read: exit status 2, the error at the SConstruct's `line` (the user's line
+    that asked, not one of the tool's)."""
+    cp = project.scons("-n", *args, check=False)
+    assert cp.returncode == 2, cp.stdout + cp.stderr
+    lines = [x for x in cp.stderr.splitlines() if x.startswith("scons: *** offload: ")]
+    assert len(lines) == 1, cp.stderr
+    assert f'SConstruct", line {line}' in cp.stderr and "site_tools" not in cp.stderr, cp.stderr
+    return lines[0]
+
+
 def actions(cp: subprocess.CompletedProcess) -> list[tuple[str, str]]:
     """The (kind, rest) of each action line a run printed."""
     out = []

@@ -40,3 +40,26 @@ int main() {
   return 0;
 }
 """
+
+
+def cuda_scale_main(twice: str) -> str:
+    """A CUDA program (nvcc, real headers) whose kernel doubles four floats through a device
+    function `twice`, declared or defined by the text `twice`; on the host when there is no GPU.
+    Prints `gpu PASS` or `host PASS`."""
+    return "\n#include <cstdio>\n" + twice + """
+__global__ void scale(float *x) { x[threadIdx.x] = twice(x[threadIdx.x]); }
+int main() {
+  float h[4] = {1, 2, 3, 4};
+  float *d;
+  bool gpu = cudaMalloc(&d, sizeof h) == cudaSuccess;
+  if (gpu) {
+    cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice);
+    scale<<<1, 4>>>(d);
+    gpu = cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost) == cudaSuccess;
+  }
+  if (!gpu)
+    for (float &v : h) v *= 2;
+  std::printf("%s %s\\n", gpu ? "gpu" : "host", h[3] == 8 ? "PASS" : "FAIL");
+  return h[3] == 8 ? 0 : 1;
+}
+"""

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from conftest import need_tool, run_cli
-from scons_helpers import Project, actions, run_built
+from scons_helpers import actions, Project, refused, run_built
 
 pytestmark = pytest.mark.slow
 
@@ -54,12 +54,7 @@ def proj(tmp_path_factory):
 
 
 def _refused(proj, *args) -> str:
-    cp = proj.scons("-n", *args, check=False)
-    assert cp.returncode == 2, cp.stdout + cp.stderr
-    lines = [line for line in cp.stderr.splitlines() if line.startswith("scons: *** offload: ")]
-    assert len(lines) == 1, cp.stderr
-    assert 'SConstruct", line 7' in cp.stderr and "site_tools" not in cp.stderr, cp.stderr
-    return lines[0]
+    return refused(proj, *args, line=7)
 
 
 def _verify(program, *args) -> subprocess.CompletedProcess:

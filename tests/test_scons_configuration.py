@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from conftest import need_tool
-from scons_helpers import Project
+from scons_helpers import Project, refused
 
 pytestmark = pytest.mark.slow
 
@@ -37,13 +37,7 @@ def proj(tmp_path_factory):
 
 
 def _refused(proj, *args) -> str:
-    cp = proj.scons("-n", *args, check=False)
-    assert cp.returncode == 2, cp.stdout + cp.stderr
-    lines = [line for line in cp.stderr.splitlines() if line.startswith("scons: *** offload: ")]
-    assert len(lines) == 1, cp.stderr
-    # the line of the SConstruct that asked, not one of the tool's
-    assert 'SConstruct", line 7' in cp.stderr and "site_tools" not in cp.stderr, cp.stderr
-    return lines[0]
+    return refused(proj, *args, line=7)
 
 
 def test_no_archs_names_offload_archs(proj):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import need_tool, run_cli
-from scons_helpers import Project, actions, run_built
+from scons_helpers import actions, Project, refused, run_built
 
 pytestmark = pytest.mark.slow
 
@@ -50,12 +50,7 @@ def proj(tmp_path_factory):
 
 
 def _refused(proj, *args) -> str:
-    cp = proj.scons("-n", *args, check=False)
-    assert cp.returncode == 2, cp.stdout + cp.stderr
-    lines = [line for line in cp.stderr.splitlines() if line.startswith("scons: *** offload: ")]
-    assert len(lines) == 1, cp.stderr
-    assert 'SConstruct", line 8' in cp.stderr and "site_tools" not in cp.stderr, cp.stderr
-    return lines[0]
+    return refused(proj, *args, line=8)
 
 
 @pytest.mark.parametrize("src, via", [("k.cu", ""), ("h.cu", " (through 'inc/common.h')")])

@@ -30,7 +30,7 @@ import pytest
 from conftest import need_tool, run_cli
 from kernel_corpus import corpus
 from scons_helpers import run_built, run_scons, scons_env
-from test_scons_shape_matrix import _missing, _runtime_missing
+from test_scons_shape_matrix import _missing, _runtime_missing, missing_reason
 
 pytestmark = pytest.mark.slow
 
@@ -200,12 +200,9 @@ def _scons(root: Path, *args: str) -> subprocess.CompletedProcess:
 
 def _run_mode(name: str, tmp: Path) -> CorpusRun:
     mode = MODES[name]
-    run = CorpusRun()
-    for need in mode.needs:
-        why = _tool_missing(need)
-        if why:
-            run.skip = why
-            return run
+    run = CorpusRun(skip=missing_reason(mode.needs, _tool_missing))
+    if run.skip:
+        return run
     root = tmp / "corpus"
     progs = corpus.write_project(root, mode.family, mode.settings, mode.archs, rdc=mode.rdc,
                                  rdc_settings=mode.rdc_settings)

@@ -20,6 +20,7 @@ import pytest
 
 from conftest import need_tool, run_cli
 from scons_helpers import REPO, Project, assert_clean_failure, run_built
+from scons_samples import cuda_scale_main
 from test_scons_nvcc_split import _device_work, _inspect, _steps
 
 pytestmark = pytest.mark.slow
@@ -40,29 +41,8 @@ env.OffloadProgram('app', ['src/main.cu', 'src/twice.cu'])
 
 # Plain code: nothing in it needs the arch-specific features, as in a program an H100 user
 # builds for sm_90a because some other kernel uses wgmma.
-MAIN = """
-#include <cstdio>
-#ifdef RDC
-__device__ float twice(float x);      // twice.cu's: the device link resolves it
-#else
-__device__ float twice(float x) { return 2 * x; }
-#endif
-__global__ void scale(float *x) { x[threadIdx.x] = twice(x[threadIdx.x]); }
-int main() {
-  float h[4] = {1, 2, 3, 4};
-  float *d;
-  bool gpu = cudaMalloc(&d, sizeof h) == cudaSuccess;
-  if (gpu) {
-    cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice);
-    scale<<<1, 4>>>(d);
-    gpu = cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost) == cudaSuccess;
-  }
-  if (!gpu)
-    for (float &v : h) v *= 2;
-  std::printf("%s %s\\n", gpu ? "gpu" : "host", h[3] == 8 ? "PASS" : "FAIL");
-  return h[3] == 8 ? 0 : 1;
-}
-"""
+MAIN = cuda_scale_main("#ifdef RDC\n__device__ float twice(float x);      // twice.cu's: the device link resolves it\n"
+                       "#else\n__device__ float twice(float x) { return 2 * x; }\n#endif")
 
 TWICE = """
 #ifdef RDC

@@ -13,6 +13,7 @@ import pytest
 
 from conftest import need_tool
 from scons_helpers import Project, run_built, scons_env
+from scons_samples import cuda_scale_main
 from test_scons_nvcc_split import _device_work, _inspect, _steps
 
 pytestmark = pytest.mark.slow
@@ -37,25 +38,7 @@ if ARGUMENTS.get('libs'):
 
 # A kernel calling `twice`, defined in another translation unit: nothing links without the
 # device link (nvlink resolves the call; the host side registers the linked image).
-MAIN = """
-#include <cstdio>
-__device__ float twice(float x);
-__global__ void scale(float *x) { x[threadIdx.x] = twice(x[threadIdx.x]); }
-int main() {
-  float h[4] = {1, 2, 3, 4};
-  float *d;
-  bool gpu = cudaMalloc(&d, sizeof h) == cudaSuccess;
-  if (gpu) {
-    cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice);
-    scale<<<1, 4>>>(d);
-    gpu = cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost) == cudaSuccess;
-  }
-  if (!gpu)
-    for (float &v : h) v *= 2;
-  std::printf("%s %s\\n", gpu ? "gpu" : "host", h[3] == 8 ? "PASS" : "FAIL");
-  return h[3] == 8 ? 0 : 1;
-}
-"""
+MAIN = cuda_scale_main("__device__ float twice(float x);")
 
 TWICE = "__device__ float twice(float x) { return 2 * x; }\n"
 

@@ -769,14 +769,18 @@ def _check_clean(run: ModeRun, step: str, before: set[str], after: set[str]) -> 
         run.fail_all(step, f"`scons -c` left / removed files outside the shapes: {unowned[:12]}")
 
 
+def missing_reason(needs, missing=None) -> str | None:
+    """Why a mode that needs `needs` cannot run here (the first tool or runtime `missing` says is
+    absent), or None."""
+    return next((why for need in needs for why in [(missing or _missing)(need)] if why), None)
+
+
 def _run_mode(mode_name: str, tmp: Path) -> ModeRun:
     mode = MODES[mode_name]
     run = ModeRun()
-    for need in mode.needs:
-        why = _missing(need)
-        if why:
-            run.skip = why
-            return run
+    run.skip = missing_reason(mode.needs)
+    if run.skip:
+        return run
     run.shapes = {s: build_shape(s, mode.family) for s in SHAPES if (s, mode_name) not in NOT_APPLICABLE}
     p = _write_project(tmp / "proj", mode, run.shapes)
     env = {"CCACHE_DIR": str(tmp / "ccache")} if mode.settings.get("OFFLOAD_LAUNCHER") == "ccache" else {}

@@ -33,10 +33,16 @@ def clang_executable(path: str | None) -> str | None:
     """The real file behind `path` when it is a clang executable itself (ELF, named `clang*`),
     else None: a wrapper (ccache, a site script) answers for a compiler nothing here can see, and
     wants whole compiles."""
+    return _elf_named(path, lambda name: name.startswith("clang"))
+
+
+def _elf_named(path: str | None, named) -> str | None:
+    """The real file behind `path` when its name passes `named` and it is an ELF executable (not
+    a script or a wrapper), else None."""
     if not path:
         return None
     real = os.path.realpath(path)
-    if not os.path.basename(real).startswith("clang"):
+    if not named(os.path.basename(real)):
         return None
     try:
         with open(real, "rb") as f:
@@ -56,16 +62,7 @@ def _stat_part(path: str) -> list | None:
 def _nvcc_executable(path: str | None) -> str | None:
     """The real file behind `path` when it is nvcc itself (ELF, named `nvcc`): its answers depend on
     that file alone, as a clang's do on its installation."""
-    if not path:
-        return None
-    real = os.path.realpath(path)
-    if os.path.basename(real) != "nvcc":
-        return None
-    try:
-        with open(real, "rb") as f:
-            return real if f.read(4) == b"\x7fELF" else None
-    except OSError:
-        return None
+    return _elf_named(path, lambda name: name == "nvcc")
 
 
 def key(command: str, path: str, penv: dict, clang: bool, probe: str = "") -> str | None:
