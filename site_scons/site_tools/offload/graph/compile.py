@@ -31,6 +31,7 @@ from ..settings import languages as _languages
 from . import openmp_sources as _openmp_sources
 from ..settings import checks as _settings_check
 from ..toolchain import discovery as _toolchain
+from ..toolchain import installations as _installations
 from ..scons.signatures import GroupSignatureAction
 from ..settings.archs import archs_for, file_safe
 from .common import (COMPILER_VARS, LAUNCH, LIBRARY_VARS, PACKAGE_EMBED, PY, TOOL_DIR, action, builder, canonical,
@@ -387,8 +388,8 @@ def _common_overrides(env, s, lang, kw) -> dict:
     # Only what differs between sources of one language is set per source (the CUDA/HIP `-cuid`):
     # OpenMP compiles of one arch then share their overrides, and their signature text.
     o.update(_OFFLOAD_LANG=lang.name, _OFFLOAD_SRCFLAGS=_src_flags(s, lang),
-             _OFFLOAD_CUDAPATHFLAG="--cuda-path=$OFFLOAD_CUDA_PATH" if env.get("OFFLOAD_CUDA_PATH") else "",
-             _OFFLOAD_ROCMFLAGS=("--rocm-path=$OFFLOAD_ROCM_PATH" if env.get("OFFLOAD_ROCM_PATH") else ""),
+             _OFFLOAD_CUDAPATHFLAG=_installations.cuda(env).path_flag,
+             _OFFLOAD_ROCMFLAGS=_installations.rocm(env).path_flag,
              _OFFLOAD_HOST_LANGFLAGS=lang.host_flags, _OFFLOAD_DEVICE_LANGFLAGS=lang.device_flags)
     if lang.host_ir:
         o["_OFFLOAD_HOST_BACKENDFLAGS"] = lang.host_backend_flags

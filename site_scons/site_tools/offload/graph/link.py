@@ -29,6 +29,7 @@ from .nvcc import device_link as _nvcc_link
 from . import objects as _objects
 from ..settings import checks as _settings_check
 from ..toolchain import discovery as _toolchain
+from ..toolchain import installations as _installations
 from . import consume as _consume
 from ..settings.archs import archs_for, file_safe
 from .common import (COMPILER_VARS, LIBRARY_VARS, PACKAGE_EMBED, TOOL_DIR, action, builder, canonical, cleaning,
@@ -86,13 +87,9 @@ def _link_flags(target, source, env, for_signature):
         # it, so programs run and consumers of a shared library link without extra flags.
         flags.append(f"-Wl,-rpath,{libdir}")
     vendors = {_archs.vendor(a) for a in archs}
-    if "nvidia" in vendors:
-        if openmp:
-            flags.append("$_OFFLOAD_NVPTX_BCFLAG")
-        if env.get("OFFLOAD_CUDA_PATH"):
-            flags.append("--cuda-path=$OFFLOAD_CUDA_PATH")
-    if "amd" in vendors and env.get("OFFLOAD_ROCM_DEVICE_LIB_PATH"):
-        flags.append("--rocm-device-lib-path=$OFFLOAD_ROCM_DEVICE_LIB_PATH")
+    if "nvidia" in vendors and openmp:
+        flags.append("$_OFFLOAD_NVPTX_BCFLAG")
+    flags.extend(_installations.device_flags(env, vendors))
     # The runtimes of the objects' flavours (libcudart, libamdhip64), in the flavours' order.
     for flavour in _flavours.FLAVOURS.values():
         if flavour.name in present:

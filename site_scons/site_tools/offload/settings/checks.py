@@ -27,6 +27,7 @@ import SCons.Util
 from . import archs as _archs
 from ..scons import signatures as _signatures
 from ..toolchain import discovery as _toolchain
+from ..toolchain import installations as _installations
 
 # Options only nvcc takes (long and short spellings; `=value` forms are matched by the name).
 _NVCC_ONLY = {
@@ -203,9 +204,10 @@ def _clang_says(senv, topic: str, setting: str, args: list[str]) -> tuple[str, s
 def cuda_for_clang(senv) -> None:
     """clang against a CUDA newer than it supports (clang 19 and CUDA 13: its headers fail to
     compile) is said once, before the build, with the ways out."""
-    cuda = senv.subst("$OFFLOAD_CUDA_PATH").strip()
+    installation = _installations.cuda(senv)
+    cuda = installation.folder
     said = _clang_says(senv, "cuda", cuda, ["-x", "cuda", "--offload-arch=sm_80"]
-                       + (["--cuda-path=" + cuda] if cuda else []) + ["-nocudalib", "-E"])
+                       + installation.path_argv() + ["-nocudalib", "-E"])
     if said and "CUDA version is newer than the latest" in said[1]:
         version = said[1].split("latest", 1)[1].split("[")[0].strip(" .")
         sys.stderr.write(f"offload: warning: {said[0]} knows CUDA up to the {version}; the CUDA at "
@@ -222,9 +224,9 @@ def amd_device_libs(senv) -> None:
     amd = [a for a in _archs.canonical_archs(senv, _archs.NEWEST_LLVM) if _archs.vendor(a) == "amd"]
     if not amd:
         return
-    libs = senv.subst("$OFFLOAD_ROCM_DEVICE_LIB_PATH").strip()
-    said = _clang_says(senv, "rocm", libs, ["-x", "hip", f"--offload-arch={amd[0]}"]
-                       + (["--rocm-device-lib-path=" + libs] if libs else []) + ["-nogpuinc", "-###", "-c"])
+    installation = _installations.rocm(senv)
+    said = _clang_says(senv, "rocm", installation.device_lib_folder, ["-x", "hip", f"--offload-arch={amd[0]}"]
+                       + installation.device_lib_argv() + ["-nogpuinc", "-###", "-c"])
     line = next((ln for ln in said[1].splitlines() if "cannot find ROCm device library" in ln), None) if said else None
     if line:
         sys.stderr.write(f"offload: warning: {said[0]} cannot build AMD device code here: "

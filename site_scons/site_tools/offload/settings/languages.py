@@ -14,6 +14,7 @@ import SCons.Errors
 
 from . import archs as _archs
 from . import drivers as _drivers
+from ..toolchain import installations as _installations
 
 
 @dataclasses.dataclass(frozen=True)
@@ -196,14 +197,11 @@ def compiler_for(env, lang: Language) -> str:
 
 def vendor_flags(target, source, env, for_signature):
     """`$_OFFLOAD_VENDORFLAGS`: flags a device compile needs for its vendor: its language's
-    (`Language.vendor_flags`: the OpenMP NVIDIA device bitcode, HIP's ROCm path), then the CUDA
-    install or the ROCm device libraries."""
+    (`Language.vendor_flags`: the OpenMP NVIDIA device bitcode, HIP's ROCm path), then its vendor
+    installation's (`installations.device_flags`: the CUDA folder or the ROCm device libraries)."""
     arch = env.get("OFFLOAD_ARCH", "")
     lang = LANGUAGES.get(env.get("_OFFLOAD_LANG", "openmp"))
     v = _archs.vendor(arch) if arch else None
     flags = [f for vendor, f in (lang.vendor_flags if lang else ()) if vendor == v]
-    if v == "nvidia" and env.get("OFFLOAD_CUDA_PATH"):
-        flags.append("--cuda-path=$OFFLOAD_CUDA_PATH")
-    elif v == "amd" and env.get("OFFLOAD_ROCM_DEVICE_LIB_PATH"):
-        flags.append("--rocm-device-lib-path=$OFFLOAD_ROCM_DEVICE_LIB_PATH")
+    flags.extend(_installations.device_flags(env, (v,)))
     return " ".join(flags)

@@ -21,6 +21,7 @@ from . import languages as _languages
 from ..dist import launchers as _launchers
 from ..graph import link as _link
 from ..toolchain import discovery as _toolchain
+from ..toolchain import installations as _installations
 
 # --------------------------------------------------------------------------------------------
 # The table
@@ -34,7 +35,7 @@ CALLABLES = {
     "_OFFLOAD_NVCC_ID": _toolchain.nvcc_id,
     "_OFFLOAD_LIBRARY_ID": _builders.library_id,
     "_OFFLOAD_VENDORFLAGS": _languages.vendor_flags,
-    "_OFFLOAD_NVPTX_BCFLAG": _toolchain.nvptx_bc_flag,
+    "_OFFLOAD_NVPTX_BCFLAG": _installations.nvptx_bc_flag,
     "_OFFLOAD_FATBIN_ID": _compile.fatbin_id,
     "_OFFLOAD_PACKAGERFLAGS": _builders.packager_flags,
     "_OFFLOAD_LLVMVERSIONFLAG": _bundling.llvm_version_flag,

@@ -53,8 +53,8 @@ class Compiler:
     major: int | None             # clang major version, when it is a clang
     openmp_lib_dir: str | None    # folder of libomptarget.so (the host OpenMP offload runtime)
     device_runtime: str | None    # path of the OpenMP device runtime archive
-    # Folder of `libomptarget-nvptx*.bc`, which clang 19 wants named with
-    # `--libomptarget-nvptx-bc-path` (looked up once, with the probe), or None.
+    # Folder of `libomptarget-nvptx*.bc`, which clang 19 must be told (looked up once, with the
+    # probe; the flag is `installations.CudaInstallation.bitcode_flag`), or None.
     nvptx_bitcode_dir: str | None = None
 
     @property
@@ -469,15 +469,3 @@ def clangxx(target, source, env, for_signature):
     if not clang:
         return "clang++"
     return clang_companion(env, clang, "clang++") or f"{clang} --driver-mode=g++"
-
-
-def _nvptx_bc_path(env) -> str:
-    """Folder of libomptarget-nvptx-*.bc of the clang in use (clang 19 needs it named)."""
-    info = clang_info(env)
-    return (info.nvptx_bitcode_dir or "") if info else ""
-
-
-def nvptx_bc_flag(target, source, env, for_signature):
-    """`--libomptarget-nvptx-bc-path=<dir>` of the clang in use (clang 19 must be told), or ''."""
-    bc = _nvptx_bc_path(env)
-    return "--libomptarget-nvptx-bc-path=" + bc if bc else ""

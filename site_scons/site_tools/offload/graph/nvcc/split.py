@@ -42,6 +42,7 @@ import SCons.Tool
 
 from .. import consume as _consume
 from ..common import builder, names_when_cleaning, stem
+from ...toolchain import installations as _installations
 
 _PLAN_SRC = "offload_nvcc_plan_src.cu"
 _PLAN_OUT = "offload_nvcc_plan_out.o"
@@ -722,8 +723,8 @@ def clangd_flags(target, source, env, for_signature) -> str:
     """`_OFFLOAD_NVCCDB_FLAGS`: what clangd needs of an nvcc compile: the toolkit, the archs, and
     `$OFFLOAD_NVCCFLAGS` translated (`-Xcompiler=a,b` -> `a b`; `-D`/`-I`/`-U`/`-std=`/`-isystem`
     kept; nvcc-only options such as `-gencode`, `-rdc`, `--expt-*`, `-lineinfo` dropped)."""
-    top = _toolkit(env.subst("$OFFLOAD_NVCC"), env)
-    out = ["--cuda-path=" + top] if top else []
+    toolkit = _installations.nvcc_cuda(env).path_flag
+    out = [toolkit] if toolkit else []
     archs = ["sm_" + a.split("_", 1)[1] for a in env.get("_OFFLOAD_NVCC_ARCHS") or []]   # compute_NN: its sm_NN
     out.extend(f"--cuda-gpu-arch={a}" for a in dict.fromkeys(archs))
     flags = env.subst("$OFFLOAD_NVCCFLAGS", target=target, source=source).split()
@@ -743,23 +744,6 @@ def clangd_flags(target, source, env, for_signature) -> str:
             out.append(f)
         i += 1
     return " ".join(out)
-
-
-_toolkits: dict[str, str] = {}
-
-
-def _toolkit(nvcc: str, env) -> str:
-    """The CUDA toolkit an nvcc belongs to, as nvcc itself names it (`TOP=` in its plan; the
-    `nvcc` on PATH may be a wrapper script elsewhere)."""
-    if nvcc and nvcc not in _toolkits:
-        try:
-            run = subprocess.run([*shlex.split(nvcc), "--dryrun", "-E", "-x", "cu", os.devnull], capture_output=True,
-                                 text=True, timeout=60, env=dict(os.environ, **env["ENV"]))
-            m = re.search(r"^#\$ TOP=(.*)$", run.stdout + run.stderr, re.M)
-            _toolkits[nvcc] = os.path.normpath(m.group(1).strip()) if m else ""
-        except (OSError, subprocess.SubprocessError, ValueError):
-            _toolkits[nvcc] = ""
-    return _toolkits.get(nvcc, "")
 
 
 COMMANDS["_OFFLOAD_NVCCDB_FLAGS"] = clangd_flags
