@@ -6,6 +6,7 @@ other device libraries than the rest of the build)."""
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
@@ -136,6 +137,16 @@ def test_rocm_of_the_settings(mkenv):
     assert (none.path_flag, none.device_lib_flag, none.device_lib_argv()) == ("", "", [])
 
 
+def test_default_folders_are_the_installed_ones(mkenv):
+    """Without a setting, the folders NVIDIA's installer and Debian's packages use, when there."""
+    env = mkenv()
+    assert {v: env[v] for v in ("OFFLOAD_CUDA_PATH", "OFFLOAD_ROCM_PATH", "OFFLOAD_ROCM_DEVICE_LIB_PATH")} == {
+        "OFFLOAD_CUDA_PATH": CUDA if os.path.isdir(CUDA) else "",
+        "OFFLOAD_ROCM_PATH": "/usr" if os.path.isdir(os.path.dirname(ROCM_BITCODE)) else "",
+        "OFFLOAD_ROCM_DEVICE_LIB_PATH": ROCM_BITCODE if os.path.isdir(ROCM_BITCODE) else ""}
+    assert mkenv(OFFLOAD_CUDA_PATH="/opt/cuda")["OFFLOAD_CUDA_PATH"] == "/opt/cuda"
+
+
 def test_device_flags_per_vendor(mkenv):
     need_tool("clang-19")
     env = mkenv(OFFLOAD_CUDA_PATH="/c", OFFLOAD_ROCM_DEVICE_LIB_PATH="/r")
@@ -151,10 +162,34 @@ def test_device_flags_per_vendor(mkenv):
     assert said == " ".join(filter(None, [_installations.cuda(env).bitcode_flag, "--cuda-path=/c"]))
 
 
-def test_flag_words_are_written_in_installations_only():
+def _docstrings(tree) -> set[int]:
+    """The ids of the docstring nodes of a module, its classes and functions."""
+    return {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+
+
+def _writes_flag(path: Path) -> bool:
+    """Whether a string of the module's code (an f-string's text included) holds one of the flag
+    words as a command takes it. Prose that names a flag, a docstring or a word in backquotes
+    (`--cuda-path=`, as the tool's descriptions quote flags), writes none."""
+    tree = ast.parse(path.read_text())
+    skip = _docstrings(tree)
+    words = re.compile("(?<!`)(?:" + "|".join(re.escape(w) for w in FLAG_WORDS) + r")\b")
+    return any(isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in skip and words.search(n.value)
+               for n in ast.walk(tree))
+
+
+def test_flag_words_are_written_in_installations_only(tmp_path):
     """Every flag naming an installation's folder comes from `toolchain/installations.py`: no
-    other module of the tool writes one (in code, strings or comments)."""
+    other module of the tool writes one into a command or an argv."""
     tool = SITE_TOOLS / "offload"
-    words = re.compile("|".join(re.escape(w) + r"\b" for w in FLAG_WORDS))
-    found = {str(p.relative_to(tool)) for p in tool.rglob("*.py") if words.search(p.read_text())}
+    found = {str(p.relative_to(tool)) for p in tool.rglob("*.py") if _writes_flag(p)}
     assert found == {"toolchain/installations.py"}
+    # The check sees a flag however a module would write it, and no prose that names one.
+    probe = tmp_path / "probe.py"
+    for text, writes in (('x = "--cuda-path=$OFFLOAD_CUDA_PATH"', True), ('x = f"-x hip --rocm-path={p}"', True),
+                         ('x = ["--rocm-device-lib-path=" + p]', True), ('x = "--libomptarget-nvptx-bc-path"', True),
+                         ('"""Passes --cuda-path."""', False), ('x = {"W": "`--rocm-path=` of ROCm"}', False)):
+        probe.write_text(text + "\n")
+        assert _writes_flag(probe) == writes, text

@@ -77,10 +77,7 @@ def user_defaults() -> dict:
         "OFFLOAD_PYTHON": sys.executable,
         "OFFLOAD_AR": "ar",
         "OFFLOAD_ARFLAGS": SCons.Util.CLVar("rcsD"),
-        "OFFLOAD_CUDA_PATH": "/usr/local/cuda" if os.path.isdir("/usr/local/cuda") else "",
-        "OFFLOAD_ROCM_PATH": "/usr" if os.path.isdir("/usr/lib/x86_64-linux-gnu/amdgcn") else "",
-        "OFFLOAD_ROCM_DEVICE_LIB_PATH": ("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode"
-                                         if os.path.isdir("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode") else ""),
+        **_installations.default_settings(),
         "OFFLOAD_SPLIT_DEVICE_LINK": True,
     }
     d.update(CALLABLES)

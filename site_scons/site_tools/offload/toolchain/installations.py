@@ -10,12 +10,13 @@ CUDA or which device libraries they use, and the flag words (`--cuda-path=`, `--
 Where each folder comes from; none is guessed from where an executable lives (`nvcc` or `clang`
 on PATH may be a wrapper script or a ccache symlink in a folder of its own):
 
-- the CUDA a clang is told about: `OFFLOAD_CUDA_PATH` (the user's, or its default); with none,
-  clang searches its own defaults and no flag is passed;
+- the CUDA a clang is told about: `OFFLOAD_CUDA_PATH` (the user's, or its default,
+  `default_settings`); with none, clang searches its own defaults and no flag is passed;
 - the CUDA an nvcc belongs to: asked of nvcc itself (`TOP=` in its `--dryrun` plan);
 - the OpenMP NVIDIA device runtime's bitcode (clang 19 must be told its folder): asked of the
   clang in use with its other answers (`discovery.probe_compiler`);
-- ROCm: `OFFLOAD_ROCM_PATH` and `OFFLOAD_ROCM_DEVICE_LIB_PATH`; with none, clang's own search.
+- ROCm: `OFFLOAD_ROCM_PATH` and `OFFLOAD_ROCM_DEVICE_LIB_PATH` (the user's, or their defaults);
+  with none, clang's own search.
 
 A folder a setting names is written into commands as the construction variable
 (`--cuda-path=$OFFLOAD_CUDA_PATH`): SCons substitutes it where the command is made, so the
@@ -105,6 +106,18 @@ class RocmInstallation:
     def device_lib_argv(self) -> list[str]:
         """`--rocm-device-lib-path=<folder>` as a word of an argv run here, or none."""
         return [f"--rocm-device-lib-path={self.device_lib_folder}"] if self.device_lib_folder else []
+
+
+def default_settings() -> dict[str, str]:
+    """The folder settings' defaults: where NVIDIA's installer puts CUDA and Debian's packages the
+    ROCm device libraries, when they are there; '' otherwise (no flag: the compiler's own search).
+    A build's setting replaces them."""
+    rocm_bitcode = "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode"
+    return {
+        "OFFLOAD_CUDA_PATH": "/usr/local/cuda" if os.path.isdir("/usr/local/cuda") else "",
+        "OFFLOAD_ROCM_PATH": "/usr" if os.path.isdir(os.path.dirname(rocm_bitcode)) else "",
+        "OFFLOAD_ROCM_DEVICE_LIB_PATH": rocm_bitcode if os.path.isdir(rocm_bitcode) else "",
+    }
 
 
 _CUDA: dict[tuple, CudaInstallation] = {}
