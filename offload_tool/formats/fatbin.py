@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from .. import budget
 from ..errors import FatbinError
 from ..fileio import byte_view
+from ..rules.offload_arch import ptx_of_sass
 from .layout import Layout
 from .kinds import FATBIN_MAGIC, FileKind, Format
 
@@ -137,7 +138,7 @@ class FatbinEntry:
     @property
     def virtual_arch(self) -> str:
         """`compute_90` for PTX images (what `-gencode code=compute_90` asks for); else `arch`."""
-        return "compute_" + self.arch[3:] if self.kind == KIND_PTX else self.arch
+        return ptx_of_sass(self.arch) if self.kind == KIND_PTX else self.arch
 
     @property
     def compressed(self) -> bool:

@@ -118,7 +118,7 @@ def _host_triple(name: str, data) -> str:
 
 def _to_old(name: str, data, llvm_version: int | None, host_triple: str | None) -> tuple[bytes, MemberConversion] | None:
     from ..formats.objbundle import write_object_bundle
-    from ..rules.triple import split_triple4 as four
+    from ..rules.bundle_id import standard_entry_id
 
     if identify(data) is not FileKind.ELF:
         return None
@@ -145,11 +145,11 @@ def _to_old(name: str, data, llvm_version: int | None, host_triple: str | None) 
                               "old-format bundles cannot name (they know hip and openmp)")
         if not img.triple or not img.arch:
             raise BundleError(f"archive member '{name}': an image without triple or arch cannot be a bundle entry")
-        bundle_entry_id = f"{kind}-{'-'.join(four(img.triple))}-{img.arch}"
+        bundle_entry_id = standard_entry_id(kind, img.triple, img.arch)
         if bundle_entry_id in entries:
             raise BundleError(f"archive member '{name}': two images for bundle entry '{bundle_entry_id}'")
         entries[bundle_entry_id] = img.image
-    host_id = f"host-{'-'.join(four(host_triple or _host_triple(name, data)))}-"
+    host_id = standard_entry_id("host", host_triple or _host_triple(name, data))
     stripped = io.BytesIO()
     elf.remove_sections(data, lambda s: s.sh_type == elf.SHT_LLVM_OFFLOADING or s.name == OFFLOADING_SECTION,
                         stripped)

@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..errors import OffloadError, ReportError, UsageError
-from ..rules import target_id
+from ..rules import offload_arch
 
 __all__ = ["SCHEMA", "Estimate", "SlotEstimate", "load_report", "validate_report", "estimate_added_arch",
            "estimate_for_vendor", "vendor_of"]
@@ -71,10 +71,8 @@ class Estimate:
 
 
 def vendor_of(arch: str) -> str | None:
-    try:
-        return target_id.offload_arch_vendor(arch, 22) or target_id.offload_arch_vendor(arch)
-    except OffloadError:
-        return None
+    """'nvidia' or 'amd' for an arch some LLVM release knows (`rules.offload_arch.vendor`)."""
+    return offload_arch.vendor(arch)
 
 
 def _fail(what: str) -> None:

@@ -49,7 +49,8 @@ import itertools
 import re
 from dataclasses import dataclass, field
 
-from ..errors import OffloadError, UsageError
+from ..errors import UsageError
+from ..rules import offload_arch
 
 __all__ = ["Gpu", "Code", "Verdict", "parse_gpu", "code_of", "nvidia_runs", "amd_runs", "runs_on",
            "GENERIC_PROCESSORS", "TEGRA_SMS"]
@@ -101,7 +102,7 @@ class Code:
     def label(self) -> str:
         if self.vendor == "nvidia":
             if self.form == "ptx":
-                return "PTX compute_" + self.arch[3:]
+                return "PTX " + offload_arch.ptx_of_sass(self.arch)
             return ("LLVM IR " if self.form == "ir" else "SASS ") + self.arch
         if self.form == "spirv":
             return "SPIR-V amdgcnspirv"
@@ -132,18 +133,8 @@ def _cc(sm: int) -> tuple[int, int]:
     return divmod(sm, 10)
 
 
-def _amd_row(processor: str):
-    from ..rules.target_id import _amdgcn_names
-    for version in ("22", "19"):
-        row = _amdgcn_names(version).get(processor)
-        if row is not None:
-            return row
-    return None
-
-
 def parse_gpu(text: str) -> Gpu:
     """A --runs-on value: `sm_86`, or an AMD processor with optional modes `gfx90a:xnack+`."""
-    from ..rules.target_id import parse_target_id
     text = text.strip()
     if not text or any(c.isspace() for c in text) or text.startswith("-"):
         raise UsageError(f"invalid --runs-on GPU '{text}'")
@@ -154,16 +145,10 @@ def parse_gpu(text: str) -> Gpu:
         return Gpu(text, "nvidia", sm=sm[0])
     if text.startswith(("compute_", "sm_")):
         raise UsageError(f"--runs-on names a GPU: sm_XY (e.g. sm_86), not '{text}'")
-    tid = None
-    for version in (22, 19):
-        try:
-            tid = parse_target_id(text, llvm_version=version)
-            break
-        except OffloadError:
-            continue
+    tid = offload_arch.parse_target_id(text)
     if tid is None:
         raise UsageError(f"unknown --runs-on GPU '{text}' (expected e.g. sm_86, gfx90a, gfx90a:xnack+)")
-    row = _amd_row(tid.processor)
+    row = offload_arch.amd_row(tid.processor)
     if row is None or row.get("generic"):
         raise UsageError(f"--runs-on names a GPU: '{text}' is a generic target, not a processor "
                          f"(one of {', '.join(GENERIC_PROCESSORS.get(tid.processor, ()))})")
@@ -236,11 +221,11 @@ def amd_runs(code: Code, gpu: Gpu, modes: dict[str, bool]) -> tuple[bool, str]:
     """(runs, how/why) for AMD code on `gpu` in the modes `modes` (every settable feature)."""
     if code.form == "spirv":
         return True, "SPIR-V amdgcnspirv (JIT)"
-    from ..rules.target_id import parse_target_id_format, canonical_processor
+    from ..rules.target_id import parse_target_id_format
     parsed = parse_target_id_format(code.arch)
     if parsed is None:
         return False, f"'{code.arch}' is no target ID"
-    processor = canonical_processor(parsed[0], llvm_version=22) or canonical_processor(parsed[0]) or parsed[0]
+    processor = offload_arch.canonical_processor(parsed[0]) or parsed[0]
     label = code.label
     how = label
     if processor != gpu.processor:

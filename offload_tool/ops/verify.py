@@ -67,6 +67,8 @@ import struct
 from dataclasses import dataclass, field
 
 from .. import budget
+from ..rules import offload_arch
+from ..rules.offload_arch import arch_satisfied
 from ..formats.bitcode import bitcode_symbols
 from ..formats.elf import open_elffile
 from ..errors import ElfError, OffloadError, UsageError
@@ -131,52 +133,13 @@ class VerifyResult:
 # --------------------------------------------------------------------------------------------
 # Architectures
 
-def _vendor(arch: str) -> str | None:
-    """'amd' or 'nvidia' for an arch or target ID known to LLVM 19 or 22, else None."""
-    from ..rules.target_id import offload_arch_vendor
-    for version in (22, 19):
-        try:
-            vendor = offload_arch_vendor(arch, version)
-        except OffloadError:
-            vendor = None
-        if vendor:
-            return vendor
-    return None
-
-
-def _canonical_amd(target_id: str) -> str:
-    """`canonical_offload_arch` of LLVM 22, else 19 (aliases resolved, features in canonical order)."""
-    from ..rules.target_id import canonical_offload_arch
-    try:
-        return canonical_offload_arch(target_id, 22, offload_kind="hip")
-    except OffloadError:
-        return canonical_offload_arch(target_id, 19, offload_kind="hip")
-
-
-def arch_satisfied(provided: str, requested: str, image_kind: str = "") -> bool:
-    """Does an image built for `provided` satisfy a requirement for `requested`?"""
-    if not provided:
-        return False
-    if _vendor(requested) == "amd":
-        if _vendor(provided) != "amd":
-            return False
-        from ..rules.target_id import is_compatible_target_id
-        try:
-            return is_compatible_target_id(_canonical_amd(provided), _canonical_amd(requested))
-        except OffloadError:
-            return False  # a malformed target ID in the file satisfies nothing
-    if requested.startswith("compute_"):
-        return image_kind == "ptx" and provided == "sm_" + requested[len("compute_"):]
-    return provided == requested
-
-
 def _check_requested(arch: str) -> None:
     """Refuse a --require value that is no arch at all (a typo must not pass silently)."""
     if not arch or any(c.isspace() for c in arch) or arch.startswith("-"):
         raise UsageError(f"invalid --require arch '{arch}'")
-    vendor = _vendor(arch)
+    vendor = offload_arch.vendor(arch)
     if vendor == "amd":
-        _canonical_amd(arch)  # raises TargetIDError for bad features
+        offload_arch.canonical_amd(arch)  # raises TargetIDError for bad features
     elif vendor is None and not re.fullmatch(r"(sm|compute)_\d+[af]?", arch):
         raise UsageError(f"unknown --require arch '{arch}' (expected e.g. sm_80, compute_90, gfx90a:xnack+)")
 

@@ -26,7 +26,7 @@ from .target_id import TargetID, _amdgcn_names, _string_to_offload_arch, conflic
 from .triple import is_compatible_with, is_valid_arch, normalize, parse_triple, split_triple4
 
 __all__ = [
-    "OFFLOAD_KINDS", "BundleEntryID", "standardize", "standardize_llvm22", "parse_bundle_entry_id",
+    "OFFLOAD_KINDS", "BundleEntryID", "entry_id", "standard_entry_id", "standardize", "standardize_llvm22", "parse_bundle_entry_id",
     "validate_bundler_targets", "is_code_object_compatible", "llvm19_compatible", "is_offload_kind_compatible",
     "archive_conflict",
 ]
@@ -69,6 +69,21 @@ class BundleEntryID:
 def _four(triple: str) -> str:
     """`Triple(Arch, Vendor, OS, Env).str()` of the raw fields of `Triple(triple)`: always 4 fields."""
     return "-".join(split_triple4(triple))
+
+
+def entry_id(kind: str, triple: str, target_id: str = "") -> str:
+    """A new entry's ID as clang's driver spells a bundler target: `<kind>-<triple>` (the triple as
+    given) without a target ID, `host-x86_64-unknown-linux`; with one, the triple's four fields
+    and the target ID, `hipv4-amdgcn-amd-amdhsa--gfx90a` (the bundler standardizes either)."""
+    if not target_id:
+        return f"{kind}-{triple}"
+    return standard_entry_id(kind, triple, target_id)
+
+
+def standard_entry_id(kind: str, triple: str, target_id: str = "") -> str:
+    """An entry's ID in LLVM 19's standardized spelling, as the bundler writes and lists it: the
+    triple's four fields and the target ID, empty or not (`host-x86_64-unknown-linux-gnu-`)."""
+    return str(BundleEntryID(kind, _four(triple), target_id))
 
 
 def standardize(raw: str, llvm_version: int = 19) -> BundleEntryID:

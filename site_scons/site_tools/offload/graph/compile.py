@@ -23,6 +23,9 @@ import SCons.Subst
 import SCons.Tool
 import SCons.Util
 
+from offload_tool.rules import bundle_id
+from offload_tool.rules.target_id import AMDGCN_TRIPLE
+
 from ..settings import archs as _archs
 from ..insight import compdb as _compdb
 from . import consume as _consume
@@ -358,8 +361,8 @@ def fatbin_id(target, source, env, for_signature):
 def hipfb_targets(target, source, env, for_signature):
     """`$_OFFLOAD_HIPFB_TARGETS`: the `.hipfb` bundle's entries, the empty host one and one per
     code object (its arch, as the HIP runtime looks it up)."""
-    return ",".join(["host-x86_64-unknown-linux"] +
-                    [f"hipv4-amdgcn-amd-amdhsa--{s.attributes.offload_image['arch']}" for s in source])
+    return ",".join([bundle_id.entry_id("host", "x86_64-unknown-linux")] +
+                    [bundle_id.entry_id("hipv4", AMDGCN_TRIPLE, s.attributes.offload_image["arch"]) for s in source])
 
 
 def embed_images(target, source, env, for_signature):

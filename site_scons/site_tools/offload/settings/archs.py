@@ -2,8 +2,8 @@
 
 Languages themselves are records in `_languages`; this module only knows archs: which vendor an
 arch belongs to (a language is built for the archs of its vendors) and its device triple, by a
-table of rules (`RULES`): NVIDIA's (`sm_*`) and AMD's (`gfx*`, and the names
-`offload_tool.rules.target_id` knows of any LLVM release, such as `fiji`), and any a way of
+table of rules (`RULES`): NVIDIA's (`sm_*`) and AMD's (`gfx*`, and the names any LLVM release
+knows, such as `fiji`: `offload_tool.rules.offload_arch` decides the vendor), and any a way of
 building adds (`add_rule`, `env.OffloadAddArchs`: `amdgcnspirv` as a vendor of its own for HIP on
 SPIR-V, `spirv64` for a SYCL-like language).
 
@@ -28,17 +28,15 @@ import SCons.Errors
 import SCons.Util
 
 from offload_tool.errors import OffloadError
+from offload_tool.rules import offload_arch
 
 _memo: dict[tuple, list[str]] = {}
 
-#: The LLVM releases whose arch tables the library knows, newest first: where a name's canonical
-#: form (aliases, target features) is read when the compiler in use's own release does not have it.
-LLVM_TABLES = (22, 21, 20, 19)
-NEWEST_LLVM = LLVM_TABLES[0]
-
-#: Names that are NVIDIA's or AMD's offload archs by their form, whichever release has them.
-_NAME_VENDORS = ((re.compile(r"sm_\d+[af]?"), "nvidia"),
-                 (re.compile(r"gfx[0-9a-f]+(?:(?:-\d+)*-generic)?"), "amd"))
+#: The LLVM releases whose arch tables the library knows, newest first (`offload_arch`): where a
+#: name's canonical form (aliases, target features) is read when the compiler in use's own
+#: release does not have it.
+LLVM_TABLES = offload_arch.LLVM_RELEASES
+NEWEST_LLVM = offload_arch.NEWEST_LLVM
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,23 +51,12 @@ class ArchRule:
     added: bool = False
 
 
-@functools.lru_cache(maxsize=None)
-def _library_vendor(arch: str) -> str | None:
-    """NVIDIA or AMD by the processor's name: its form (`sm_*`, `gfx*`), else any release's table
-    (aliases such as `fiji`, `amdgcnspirv`). Not whether a compiler knows it (`known_to`)."""
-    from offload_tool.rules import target_id
-    processor = arch.partition(":")[0]
-    for pattern, vendor in _NAME_VENDORS:
-        if pattern.fullmatch(processor):
-            return vendor
-    return next(filter(None, (target_id.offload_arch_vendor(processor, v) for v in LLVM_TABLES)), None)
+#: NVIDIA or AMD by the processor's name (`offload_arch.vendor_by_name`): not whether a compiler
+#: knows it (`known_to`).
+_library_vendor = functools.lru_cache(maxsize=None)(offload_arch.vendor_by_name)
 
 
-def _library_triple(arch: str) -> str:
-    from offload_tool.rules import target_id
-    if _library_vendor(arch) == "nvidia":
-        return "nvptx64-nvidia-cuda"
-    return "spirv64-amd-amdhsa" if arch.partition(":")[0] == "amdgcnspirv" else target_id.AMDGCN_TRIPLE
+_library_triple = offload_arch.triple
 
 
 #: The rules, the first that claims an arch deciding; added rules come before the library's.
@@ -145,13 +132,10 @@ def canonical_archs(env, llvm_version: int) -> list[str]:
     return out
 
 
-_PTX_ONLY = re.compile(r"compute_(\w+)")
-
-
 def ptx_only(arch: str) -> bool:
     """True for `compute_NN`: PTX for that virtual arch and no SASS (nvcc's `code=compute_NN`,
     which the driver compiles for the GPU it runs on)."""
-    return _PTX_ONLY.fullmatch(arch) is not None
+    return offload_arch.is_ptx(arch)
 
 
 def canonical_arch(arch: str, llvm_version: int, var: str) -> str:
@@ -160,12 +144,12 @@ def canonical_arch(arch: str, llvm_version: int, var: str) -> str:
     `compute_NN` (PTX only, nvcc) is valid when `sm_NN` is."""
     from offload_tool.rules import target_id
 
-    m = _PTX_ONLY.fullmatch(arch)
-    if m:
+    sass = offload_arch.sass_of_ptx(arch)
+    if sass is not None:
         try:
-            return "compute_" + canonical_arch(f"sm_{m.group(1)}", llvm_version, var)[3:]
+            return offload_arch.ptx_of_sass(canonical_arch(sass, llvm_version, var))
         except SCons.Errors.UserError:
-            raise SCons.Errors.UserError(f"offload: {var}: '{arch}': no NVIDIA arch sm_{m.group(1)}") from None
+            raise SCons.Errors.UserError(f"offload: {var}: '{arch}': no NVIDIA arch {sass}") from None
     if _added(arch):
         return arch
 
@@ -205,10 +189,10 @@ def _canonical_elsewhere(arch: str, llvm_version: int) -> str | None:
             except OffloadError:
                 continue
     processor = arch.partition(":")[0]
-    if any(target_id.offload_arch_vendor(processor, v) for v in LLVM_TABLES):
+    if offload_arch.vendor(processor):
         return None
     parsed = target_id.parse_target_id_format(arch)
-    if parsed is None or not any(p.fullmatch(processor) for p, _ in _NAME_VENDORS):
+    if parsed is None or not any(p.fullmatch(processor) for _, p in offload_arch.NAME_FORMS):
         return None
     return target_id.TargetID(processor, tuple(sorted(parsed[1].items()))).canonical
 
@@ -219,8 +203,8 @@ def is_offload_arch_file_part(part: str) -> bool:
     if _added(part):
         return True
     arch = part.replace("_", ":")
-    if arch.startswith("sm:"):
-        arch = "sm_" + arch[3:]
+    if arch.startswith("sm:"):  # the '_' of an NVIDIA arch's name
+        arch = arch.replace(":", "_", 1)
     from offload_tool.rules import target_id
     return target_id.parse_target_id_format(arch) is not None and rule_of(arch) is not None
 
@@ -235,8 +219,7 @@ def vendor(arch: str) -> str | None:
 
 def triple(arch: str) -> str:
     """The device triple of a canonical arch (a PTX-only arch: its SASS arch's)."""
-    if ptx_only(arch):
-        arch = "sm_" + arch[8:]
+    arch = offload_arch.sass_of_ptx(arch) or arch
     rule = rule_of(arch)
     return rule.triple(arch) if rule else _library_triple(arch)
 
@@ -265,7 +248,7 @@ def known_to(arch: str, known: dict[str, frozenset[str]] | None, llvm_version: i
 def known_names(known: dict[str, frozenset[str]], vendor_: str) -> list[str]:
     """The archs of `vendor_` a compiler listed, in release order (`gfx600 ... gfx1201`), without
     aliases or what is no offload arch (`generic`, `generic-hsa`), for a message."""
-    pattern = next((p for p, v in _NAME_VENDORS if v == vendor_), None)
+    pattern = next((p for v, p in offload_arch.NAME_FORMS if v == vendor_), None)
     names = [n for n in known.get(vendor_, ()) if pattern is None or pattern.fullmatch(n)]
     return sorted(names, key=_release_order)
 
@@ -280,15 +263,7 @@ def _release_order(name: str) -> tuple:
 
 def releases_knowing(arch: str) -> list[int]:
     """The LLVM releases whose table (the library's) has `arch`, oldest first: a hint only."""
-    from offload_tool.rules import target_id
-    out = []
-    for version in sorted(LLVM_TABLES):
-        try:
-            target_id.canonical_offload_arch(arch, llvm_version=version)
-            out.append(version)
-        except OffloadError:
-            pass
-    return out
+    return offload_arch.releases_knowing(arch)
 
 
 def refuse_ptx_only(archs: list[str], compiler: str, lang_name: str) -> None:

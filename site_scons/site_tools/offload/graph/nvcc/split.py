@@ -40,6 +40,8 @@ import SCons.Script
 import SCons.Subst
 import SCons.Tool
 
+from offload_tool.rules import offload_arch
+
 from .. import consume as _consume
 from ..common import builder, names_when_cleaning, stem
 from ...toolchain import installations as _installations
@@ -725,7 +727,7 @@ def clangd_flags(target, source, env, for_signature) -> str:
     kept; nvcc-only options such as `-gencode`, `-rdc`, `--expt-*`, `-lineinfo` dropped)."""
     toolkit = _installations.nvcc_cuda(env).path_flag
     out = [toolkit] if toolkit else []
-    archs = ["sm_" + a.split("_", 1)[1] for a in env.get("_OFFLOAD_NVCC_ARCHS") or []]   # compute_NN: its sm_NN
+    archs = [offload_arch.sass_of_ptx(a) or a for a in env.get("_OFFLOAD_NVCC_ARCHS") or []]   # compute_NN: its sm_NN
     out.extend(f"--cuda-gpu-arch={a}" for a in dict.fromkeys(archs))
     flags = env.subst("$OFFLOAD_NVCCFLAGS", target=target, source=source).split()
     i = 0
@@ -777,7 +779,7 @@ def step_arch(env) -> str | None:
     virtual = env.get("_OFFLOAD_NVCC_VARCH")
     if not virtual:
         return None
-    sass = f"sm_{virtual.split('_', 1)[1]}"
+    sass = offload_arch.sass_of_ptx(virtual)
     return sass if sass in (env.get("_OFFLOAD_NVCC_ARCHS") or []) else virtual
 
 
