@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import io
 import struct
-from collections import namedtuple
 from dataclasses import dataclass
 from typing import BinaryIO, Callable
 
@@ -38,7 +37,7 @@ from ..rules.string_table import string_table
 from .. import budget
 from ..errors import ElfError
 from ..fileio import byte_view
-from .layout import field_error
+from .layout import Layout, field_error
 from .kinds import ELF_MAGIC, FileKind, Format, OffloadBinariesAt
 
 __all__ = [
@@ -108,27 +107,28 @@ _MAX_PAD_ALIGN = 4096
 # Declarative layouts (field names as in the ELF specification)
 # ---------------------------------------------------------------------------------------------
 
-class _Layout:
-    """A named struct layout with one `struct.Struct` per (class, byte order)."""
+class _ElfLayout:
+    """One ELF structure, declared once with the specification's field names for each class:
+    a `layout.Layout` (`Elf64_Shdr`, `Elf32_Shdr`) per class and byte order, so that readers,
+    writers and messages (`offset_of`) share it."""
 
     def __init__(self, name: str, fields64: list[tuple[str, str]], fields32: list[tuple[str, str]]):
         self.name = name
-        self.tuple64 = namedtuple(name + "64", [f for f, _ in fields64])
-        self.tuple32 = namedtuple(name + "32", [f for f, _ in fields32])
-        self._structs = {}
-        for cls, fields in ((ELFCLASS64, fields64), (ELFCLASS32, fields32)):
-            for order, prefix in ((ELFDATA2LSB, "<"), (ELFDATA2MSB, ">")):
-                self._structs[cls, order] = struct.Struct(prefix + "".join(t for _, t in fields))
+        self._layouts = {(cls, order): Layout(name.replace("Elf_", f"Elf{bits}_"), fields, prefix)
+                         for cls, bits, fields in ((ELFCLASS64, 64, fields64), (ELFCLASS32, 32, fields32))
+                         for order, prefix in ((ELFDATA2LSB, "<"), (ELFDATA2MSB, ">"))}
 
-    def struct(self, cls: int, order: int) -> struct.Struct:
-        return self._structs[cls, order]
+    def struct(self, cls: int, order: int) -> Layout:
+        """The layout of class `cls` (ELFCLASS32/64) in byte order `order` (ELFDATA2LSB/MSB)."""
+        return self._layouts[cls, order]
 
     def tuple(self, cls: int):
-        return self.tuple64 if cls == ELFCLASS64 else self.tuple32
+        """The record (namedtuple) type of class `cls`'s layout."""
+        return self._layouts[cls, ELFDATA2LSB].record
 
 
 # e_ident (16 bytes) is handled separately; these follow it.
-Elf_Ehdr = _Layout(
+Elf_Ehdr = _ElfLayout(
     "Elf_Ehdr",
     [("e_type", "H"), ("e_machine", "H"), ("e_version", "I"), ("e_entry", "Q"), ("e_phoff", "Q"),
      ("e_shoff", "Q"), ("e_flags", "I"), ("e_ehsize", "H"), ("e_phentsize", "H"), ("e_phnum", "H"),
@@ -139,21 +139,21 @@ Elf_Ehdr = _Layout(
 )
 _SHDR_FIELDS = ["sh_name", "sh_type", "sh_flags", "sh_addr", "sh_offset", "sh_size", "sh_link", "sh_info",
                 "sh_addralign", "sh_entsize"]
-Elf_Shdr = _Layout(
+Elf_Shdr = _ElfLayout(
     "Elf_Shdr",
     list(zip(_SHDR_FIELDS, "IIQQQQIIQQ")),
     list(zip(_SHDR_FIELDS, "IIIIIIIIII")),
 )
-Elf_Sym = _Layout(
+Elf_Sym = _ElfLayout(
     "Elf_Sym",
     [("st_name", "I"), ("st_info", "B"), ("st_other", "B"), ("st_shndx", "H"), ("st_value", "Q"), ("st_size", "Q")],
     [("st_name", "I"), ("st_value", "I"), ("st_size", "I"), ("st_info", "B"), ("st_other", "B"), ("st_shndx", "H")],
 )
-Elf_Rel = _Layout("Elf_Rel", [("r_offset", "Q"), ("r_info", "Q")], [("r_offset", "I"), ("r_info", "I")])
-Elf_Rela = _Layout("Elf_Rela", [("r_offset", "Q"), ("r_info", "Q"), ("r_addend", "q")],
+Elf_Rel = _ElfLayout("Elf_Rel", [("r_offset", "Q"), ("r_info", "Q")], [("r_offset", "I"), ("r_info", "I")])
+Elf_Rela = _ElfLayout("Elf_Rela", [("r_offset", "Q"), ("r_info", "Q"), ("r_addend", "q")],
                    [("r_offset", "I"), ("r_info", "I"), ("r_addend", "i")])
 
-Elf_Phdr = _Layout(
+Elf_Phdr = _ElfLayout(
     "Elf_Phdr",
     [("p_type", "I"), ("p_flags", "I"), ("p_offset", "Q"), ("p_vaddr", "Q"), ("p_paddr", "Q"), ("p_filesz", "Q"),
      ("p_memsz", "Q"), ("p_align", "Q")],
@@ -328,14 +328,42 @@ class _Elf:
     def _shdr_at(self, offset: int):
         return self.shdr_tuple._make(self.shdr_struct.unpack_from(self.buf, offset))
 
+    def header_offset(self, field: str) -> int:
+        """The file offset of an `Elf_Ehdr` field (after `e_ident`), for messages."""
+        return _IDENT_SIZE + self.ehdr_struct.offset_of(field)
+
+    def program_headers(self) -> list:
+        """The program header table's records (`Elf_Phdr`), after checking that the table and
+        every segment's file bytes (`p_offset + p_filesz`) lie inside the file."""
+        e = self.ehdr
+        size = len(self.buf)
+        if not e.e_phoff or not e.e_phnum:
+            return []
+        ph = Elf_Phdr.struct(self.cls, self.order)
+        if e.e_phentsize != ph.size:
+            raise self._field_error(self.header_offset("e_phentsize"), "e_phentsize",
+                                    f"{e.e_phentsize}, expected {ph.size}")
+        end = e.e_phoff + e.e_phnum * ph.size
+        if e.e_phoff > size or end > size:
+            raise self._field_error(self.header_offset("e_phoff"), "e_phoff",
+                                    f"{e.e_phnum} program headers at {e.e_phoff:#x} run past the end of the "
+                                    f"file ({size:#x} bytes)")
+        out = []
+        for i in range(e.e_phnum):
+            at = e.e_phoff + i * ph.size
+            p = ph.read(self.buf, at, ElfError)
+            if p.p_filesz and (p.p_offset > size or p.p_filesz > size - p.p_offset):
+                raise ElfError(f"program header {i} (at {at:#x}): p_offset {p.p_offset:#x} + p_filesz "
+                               f"{p.p_filesz:#x} lies past the end of the file ({size:#x} bytes)")
+            out.append(p)
+        return out
+
     def _read_section_headers(self) -> list[ElfSection]:
         e = self.ehdr
         size = len(self.buf)
-        # Field offsets, for messages: e_type, e_machine, e_version, e_entry, e_phoff precede e_shoff.
-        off_shoff = _IDENT_SIZE + 2 + 2 + 4 + self.word * 2
-        off_shentsize = off_shoff + self.word + 4 + 2 + 2 + 2
-        off_shnum = off_shentsize + 2
-        off_shstrndx = off_shnum + 2
+        # Field offsets, for messages.
+        off_shoff, off_shentsize, off_shnum, off_shstrndx = (
+            self.header_offset(f) for f in ("e_shoff", "e_shentsize", "e_shnum", "e_shstrndx"))
         if e.e_shoff == 0:
             if e.e_shnum != 0:
                 raise self._field_error(off_shnum, "e_shnum", f"{e.e_shnum} sections but e_shoff is 0")
@@ -598,22 +626,12 @@ def _write_linked(elf: _Elf, sections: list[_OutSection], shstrndx: int, out: Bi
     size = len(elf.buf)
     hdr_end = _IDENT_SIZE + elf.ehdr_struct.size
     keep_end = max(e.e_ehsize if e.e_ehsize <= size else hdr_end, hdr_end)
-    if e.e_phnum:
-        ph = Elf_Phdr.struct(elf.cls, elf.order)
-        if e.e_phentsize != ph.size:
-            raise ElfError(f"e_phentsize {e.e_phentsize}, expected {ph.size}")
-        ph_end = e.e_phoff + e.e_phnum * ph.size
-        if e.e_phoff > size or ph_end > size:
-            raise ElfError(f"e_phoff {e.e_phoff:#x}: program header table lies past the end of the file")
-        keep_end = max(keep_end, ph_end)
-        tup = Elf_Phdr.tuple(elf.cls)
-        for i in range(e.e_phnum):
-            p = tup._make(ph.unpack_from(elf.buf, e.e_phoff + i * ph.size))
-            if p.p_filesz:
-                if p.p_offset > size or p.p_filesz > size - p.p_offset:
-                    raise ElfError(f"program header {i}: p_offset {p.p_offset:#x} + p_filesz {p.p_filesz:#x} lies "
-                                   f"past the end of the file ({size:#x} bytes)")
-                keep_end = max(keep_end, p.p_offset + p.p_filesz)
+    phdrs = elf.program_headers()
+    if phdrs:
+        keep_end = max(keep_end, e.e_phoff + e.e_phnum * e.e_phentsize)
+    for p in phdrs:
+        if p.p_filesz:
+            keep_end = max(keep_end, p.p_offset + p.p_filesz)
     offsets = [0] * len(sections)
     patches: list[tuple[int, bytes]] = []
     appended: list[int] = []
@@ -723,6 +741,7 @@ def _rebuild_string_tables(elf: _Elf, secs: list[_OutSection], shstrndx: int) ->
     a relocatable object.  Only for ET_REL: linked images are edited in place."""
     fmt = "<I" if elf.order == ELFDATA2LSB else ">I"
     sym = Elf_Sym.struct(elf.cls, elf.order)
+    at_name = sym.offset_of("st_name")
     # table index -> (names of sections, [(symbol table index, entry count)])
     users: dict[int, tuple[bool, list[int]]] = {}
     if 0 < shstrndx < len(secs) and secs[shstrndx].sh_type == SHT_STRTAB:
@@ -741,7 +760,7 @@ def _rebuild_string_tables(elf: _Elf, secs: list[_OutSection], shstrndx: int) ->
         symbols = {}
         for i in symtabs:
             data = bytes(secs[i].data)
-            names = [struct.unpack_from(fmt, data, k * sym.size)[0] for k in range(len(data) // sym.size)]
+            names = [struct.unpack_from(fmt, data, k * sym.size + at_name)[0] for k in range(len(data) // sym.size)]
             symbols[i] = [_string_at(old, o, f"symbol {k} of section {i}") for k, o in enumerate(names)]
             strings += symbols[i]
         new, offsets = string_table(strings)
@@ -751,7 +770,7 @@ def _rebuild_string_tables(elf: _Elf, secs: list[_OutSection], shstrndx: int) ->
         for i, names in symbols.items():
             data = bytearray(secs[i].data)
             for k, name in enumerate(names):
-                struct.pack_into(fmt, data, k * sym.size, offsets[name])
+                struct.pack_into(fmt, data, k * sym.size + at_name, offsets[name])
             secs[i].data = bytes(data)
         table.data = new
         table.size = len(new)
@@ -943,7 +962,7 @@ def _trim_names(elf: _Elf, secs: list[ElfSection], removed: set[int], by_old: di
             data = o.data
             for i in range(len(data) // st.size):
                 st_name = struct.unpack_from(elf.order == ELFDATA2LSB and "<I" or ">I", data,
-                                             i * st.size)[0]
+                                             i * st.size + st.offset_of("st_name"))[0]
                 if st_name < len(names):
                     used = max(used, names.find(b"\0", st_name) + 1)
     if used < len(names):
@@ -1019,14 +1038,13 @@ def _rewrite_relocs(elf: _Elf, s: ElfSection, smap: dict[int, int], secs: list[E
     shift, mask = (32, 0xFFFFFFFF) if elf.is64 else (8, 0xFF)
     out = bytearray()
     for i in range(s.size // st.size):
-        fields = list(st.unpack_from(s.data, i * st.size))
-        info = fields[1]
-        sym = info >> shift
+        rel = st.record._make(st.unpack_from(s.data, i * st.size))
+        sym = rel.r_info >> shift
         if sym:
             if sym not in smap:
                 raise ElfError(f"{where}: relocation {i} uses symbol {sym}, which is defined in a removed section")
-            fields[1] = (smap[sym] << shift) | (info & mask)
-        out += st.pack(*fields)
+            rel = rel._replace(r_info=(smap[sym] << shift) | (rel.r_info & mask))
+        out += st.pack(*rel)
     return bytes(out)
 
 

@@ -20,9 +20,7 @@ A damaged image raises an `OffloadError` subclass (`ElfError`, `BitcodeError`, `
 
 from __future__ import annotations
 
-import struct
-
-from ..errors import BitcodeError, ElfError, FatbinError, OffloadError
+from ..errors import BitcodeError, FatbinError, OffloadError
 
 __all__ = ["IntegrityError", "check_image", "kind_of", "KINDS"]
 
@@ -58,29 +56,7 @@ def kind_of(buf) -> str:
 def _check_elf(buf) -> None:
     from ..formats.elf import _Elf
     elf = _Elf(buf)  # header, section table, section extents
-    e = elf.ehdr
-    size = len(buf)
-    if not e.e_phoff or not e.e_phnum:
-        return
-    word = elf.word
-    off_phoff = 16 + 2 + 2 + 4 + word
-    phentsize = 56 if elf.is64 else 32
-    if e.e_phentsize != phentsize:
-        raise ElfError(f"offset {off_phoff + 2 * word + 4 + 2:#x}: e_phentsize: {e.e_phentsize}, expected {phentsize}")
-    end = e.e_phoff + e.e_phnum * phentsize
-    if e.e_phoff > size or end > size:
-        raise ElfError(f"offset {off_phoff:#x}: e_phoff: {e.e_phnum} program headers at {e.e_phoff:#x} run past "
-                       f"the end of the file ({size:#x} bytes)")
-    order = "<" if elf.order == 1 else ">"
-    for i in range(e.e_phnum):
-        at = e.e_phoff + i * phentsize
-        if elf.is64:
-            p_offset, p_filesz = struct.unpack_from(order + "Q", buf, at + 8)[0], struct.unpack_from(order + "Q", buf, at + 32)[0]
-        else:
-            p_offset, p_filesz = struct.unpack_from(order + "I", buf, at + 4)[0], struct.unpack_from(order + "I", buf, at + 16)[0]
-        if p_filesz and (p_offset > size or p_filesz > size - p_offset):
-            raise ElfError(f"program header {i} (at {at:#x}): p_offset {p_offset:#x} + p_filesz {p_filesz:#x} lies "
-                           f"past the end of the file ({size:#x} bytes)")
+    elf.program_headers()  # the program header table and each segment's file bytes within the file
 
 
 def _check_bitcode(buf, name: str) -> None:

@@ -62,8 +62,8 @@ decimal digit does not count (`..._l3` inside `..._l30`).
 
 from __future__ import annotations
 
+import functools
 import re
-import struct
 from dataclasses import dataclass, field
 
 from .. import budget
@@ -71,19 +71,51 @@ from ..rules import offload_arch
 from ..rules.offload_arch import arch_satisfied
 from ..formats.bitcode import bitcode_symbols
 from ..formats.elf import open_elffile
+from ..formats.layout import Layout
 from ..errors import ElfError, OffloadError, UsageError
 from .inspector import DeviceImage, inspect_buffer, with_file_name
 from ..formats.magic import FileKind, identify
 
 __all__ = ["VerifyResult", "HostEntry", "verify_buffer", "verify_file", "host_offload_entries",
-           "device_symbol_names", "image_has_symbol", "arch_satisfied", "OMP_ENTRY_PREFIX", "ENTRY_SECTIONS",
+           "device_symbol_names", "image_has_symbol", "arch_satisfied", "OMP_ENTRY_PREFIX", "ENTRY_SECTIONS", "EntryTable",
            "parse_max_bytes", "check_max_bytes"]
 
 OMP_ENTRY_PREFIX = "__omp_offloading_"
-#: section name -> (entry size, offset of the name pointer, offset of the u16 kind or None)
+
+
+@dataclass(frozen=True)
+class EntryTable:
+    """The host offload entries of one section, declared as LLVM declares the struct (`fields`:
+    name and struct code, `P` for a pointer or `size_t`): which field points at the entry's name
+    and which holds its offload kind (1 = OpenMP), where there is one."""
+
+    struct: str
+    fields: tuple[tuple[str, str], ...]
+    name_field: str
+    kind_field: str | None = None
+
+    def layout(self, pointer: int, byte_order: str) -> Layout:
+        """The entry's layout on a host of `pointer`-byte pointers: packed, as LLVM lays the
+        struct out for x86 (a 64-bit field 4-aligned on 32-bit hosts)."""
+        return _entry_layout(self, pointer, byte_order)
+
+
+@functools.lru_cache(maxsize=None)
+def _entry_layout(table: EntryTable, pointer: int, byte_order: str) -> Layout:
+    word = "Q" if pointer == 8 else "I"
+    return Layout(table.struct, [(f, word if c == "P" else c) for f, c in table.fields], byte_order)
+
+
+#: section name -> its entries: clang 19-20's `__tgt_offload_entry`, clang 21+'s
+#: `llvm::offloading::EntryTy` (llvm/Frontend/Offloading/Utility.cpp, `getEntryTy`).
 ENTRY_SECTIONS = {
-    "omp_offloading_entries": (32, 8, None),
-    "llvm_offload_entries": (56, 24, 10),
+    "omp_offloading_entries": EntryTable(
+        "__tgt_offload_entry",
+        (("addr", "P"), ("name", "P"), ("size", "P"), ("flags", "i"), ("reserved", "i")), "name"),
+    "llvm_offload_entries": EntryTable(
+        "EntryTy",
+        (("Reserved", "Q"), ("Version", "H"), ("Kind", "H"), ("Flags", "I"), ("Address", "P"),
+         ("SymbolName", "P"), ("Size", "Q"), ("Data", "Q"), ("AuxAddr", "P")), "SymbolName", "Kind"),
 }
 _OFK_OPENMP = 1
 _MAX_NAME = 4096
@@ -174,18 +206,15 @@ def _sections(elf):
 def _host_entries(elf) -> list[HostEntry]:
     sections = _sections(elf)
     etype = elf.header["e_type"]
-    ptr = 8 if elf.elfclass == 64 else 4
-    fmt = "<Q" if ptr == 8 else "<I"
-    if not elf.little_endian:
-        fmt = ">" + fmt[1:]
+    pointer = 8 if elf.elfclass == 64 else 4
+    byte_order = "<" if elf.little_endian else ">"
     result: list[HostEntry] = []
     for index, sec in enumerate(sections):
-        layout = ENTRY_SECTIONS.get(sec.name)
-        if layout is None or sec["sh_type"] == _SHT_NOBITS:
+        table = ENTRY_SECTIONS.get(sec.name)
+        if table is None or sec["sh_type"] == _SHT_NOBITS:
             continue
-        esize, name_off, kind_off = layout
-        if ptr == 4:  # 32-bit hosts: pointers shrink (not produced by our compilers; best effort)
-            esize, name_off = (16, 4) if kind_off is None else (36, 16)
+        layout = table.layout(pointer, byte_order)
+        esize = layout.size
         data = sec.data()
         if len(data) % esize:
             raise ElfError(f"section {sec.name}: size {len(data)} is not a multiple of the entry size {esize}")
@@ -193,13 +222,13 @@ def _host_entries(elf) -> list[HostEntry]:
         if count > _MAX_ENTRIES:
             raise ElfError(f"section {sec.name}: {count} entries is implausibly many")
         if etype == "ET_REL":
-            names = _names_from_relocations(elf, sections, index, sec, esize, name_off, count)
+            names = _names_from_relocations(elf, sections, index, sec, layout, table.name_field, count)
         else:
-            names = _names_from_addresses(elf, sections, sec, data, esize, name_off, count, fmt)
+            names = _names_from_addresses(elf, sections, sec, data, layout, table.name_field, count)
         for i in range(count):
-            if kind_off is not None:
-                (kind,) = struct.unpack_from("<H" if elf.little_endian else ">H", data, i * esize + kind_off)
-                if kind != _OFK_OPENMP:
+            if table.kind_field is not None:
+                entry = layout.read(data, i * esize, ElfError, where=f"section {sec.name}")
+                if getattr(entry, table.kind_field) != _OFK_OPENMP:
                     continue
             name = names.get(i)
             if name is None:
@@ -221,7 +250,9 @@ def _symbol_string(sections, symtab, sym_index: int, addend: int, what: str) -> 
     return _c_string(target.data(), sym["st_value"] + addend, f"{what} -> {target.name}")
 
 
-def _names_from_relocations(elf, sections, index: int, sec, esize: int, name_off: int, count: int) -> dict[int, str]:
+def _names_from_relocations(elf, sections, index: int, sec, layout: Layout, name_field: str,
+                            count: int) -> dict[int, str]:
+    esize, name_off, width = layout.size, layout.offset_of(name_field), layout.size_of(name_field)
     names: dict[int, str] = {}
     for rsec in sections:
         if rsec["sh_type"] not in (_SHT_RELA, _SHT_REL) or rsec["sh_info"] != index:
@@ -241,15 +272,15 @@ def _names_from_relocations(elf, sections, index: int, sec, esize: int, name_off
             if rel.is_RELA():
                 addend = rel["r_addend"]
             else:
-                width = 8 if elf.elfclass == 64 else 4
                 addend = int.from_bytes(data[off:off + width], "little" if elf.little_endian else "big")
             names[i] = _symbol_string(sections, symtab, rel["r_info_sym"], addend,
                                       f"section {sec.name}: entry {i}")
     return names
 
 
-def _names_from_addresses(elf, sections, sec, data: bytes, esize: int, name_off: int, count: int,
-                          fmt: str) -> dict[int, str]:
+def _names_from_addresses(elf, sections, sec, data: bytes, layout: Layout, name_field: str,
+                          count: int) -> dict[int, str]:
+    esize, name_off = layout.size, layout.offset_of(name_field)
     base = sec["sh_addr"]
     relative_type = _RELATIVE.get(elf.header["e_machine"])
     dynamic: dict[int, int] = {}
@@ -265,7 +296,7 @@ def _names_from_addresses(elf, sections, sec, data: bytes, esize: int, name_off:
     names: dict[int, str] = {}
     for i in range(count):
         field_addr = base + i * esize + name_off
-        (addr,) = struct.unpack_from(fmt, data, i * esize + name_off)
+        addr = getattr(layout.read(data, i * esize, ElfError, where=f"section {sec.name}"), name_field)
         addr = dynamic.get(field_addr, addr)
         for s in mapped:
             if s["sh_addr"] <= addr < s["sh_addr"] + s["sh_size"]:
