@@ -14,7 +14,8 @@ import offload_samples as samples
 from conftest import find_tool, need_tool, run, run_cli
 from offload_tool.formats import fatbin
 from offload_tool.errors import OffloadError
-from offload_tool.ops.inspector import AMBIGUOUS_PRODUCER, format_table, inspect_buffer, inspect_file
+from offload_tool.cli.inspect_output import format_table
+from offload_tool.ops.inspector import AMBIGUOUS_PRODUCER, inspect_buffer, inspect_file
 from offload_tool.formats.offload_binary import make_image, write_offload_binary
 
 REQUIRED_FIELDS = {"path", "container", "producer", "triple", "arch", "image_kind", "size", "compressed", "sha256"}

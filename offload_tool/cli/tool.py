@@ -121,7 +121,8 @@ def _parse(argv: list[str], command: str, help_text: str, flags: list[str], valu
 
 
 def cmd_inspect(argv: list[str]) -> int:
-    from ..ops.inspector import format_table, inspect_file, to_json
+    from ..ops.inspector import inspect_file
+    from .inspect_output import format_table, to_json
     opts = _parse(argv, "inspect", INSPECT_HELP, ["--json", "--require-images", "--sizes"], ["--llvm-version"])
     if opts is None:
         return 0
@@ -150,7 +151,8 @@ def cmd_inspect(argv: list[str]) -> int:
 def _inspect_sizes(files: list[str], llvm_version, as_json: bool) -> int:
     import json
     import os
-    from ..ops.inspector import format_sizes, inspect_file, size_summary
+    from ..ops.inspector import inspect_file, size_summary
+    from .inspect_output import format_sizes
     summaries = [size_summary(inspect_file(path, llvm_version=llvm_version, keep_data=False), path,
                               os.path.getsize(path)) for path in files]
     sys.stdout.write(json.dumps(summaries, indent=2) + "\n" if as_json else format_sizes(summaries))

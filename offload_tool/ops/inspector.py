@@ -36,7 +36,6 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import itertools
-import json
 from dataclasses import dataclass, field
 
 from .. import budget
@@ -46,10 +45,8 @@ from ..errors import OffloadError
 from ..fileio import byte_view
 from ..formats.magic import FileKind, Format, format_of_kind, identify, identify_format
 from ..formats.offload_binary import OffloadImage, objdump_image_kind_name, offload_kind_name
-from ..printable import printable
 
-__all__ = ["DeviceImage", "inspect_buffer", "inspect_file", "format_table", "to_json", "MAX_DEPTH",
-           "size_summary", "format_sizes",
+__all__ = ["DeviceImage", "inspect_buffer", "inspect_file", "MAX_DEPTH", "size_summary",
            "AMBIGUOUS_PRODUCER", "AMBIGUOUS_PRODUCER_NOTE"]
 
 #: The default nesting limit (the `depth` budget, raised with --budget=depth=N).
@@ -378,7 +375,13 @@ _PACKAGE = format_of_kind(FileKind.OFFLOAD_BINARY)
 
 
 class _PyBuffer(ctypes.Structure):
-    """CPython's `Py_buffer`: only `buf`, the address of the first byte, is read."""
+    """CPython's `Py_buffer`: only `buf`, the address of the first byte, is read.
+
+    Read through `PyObject_GetBuffer` because nothing else gives a read-only buffer's address:
+    `ctypes.c_char.from_buffer` (then `addressof`) takes writable buffers only, and the inputs
+    are read-only maps and `bytes`; a memoryview does not say where a slice starts in its base
+    object; numpy's `__array_interface__` would, at the cost of numpy as a dependency for one
+    integer.  The layout cannot drift: `Py_buffer` is part of the stable ABI from Python 3.11."""
 
     _fields_ = [("buf", ctypes.c_void_p), ("obj", ctypes.c_void_p), ("len", ctypes.c_ssize_t),
                 ("itemsize", ctypes.c_ssize_t), ("readonly", ctypes.c_int), ("ndim", ctypes.c_int),
@@ -493,30 +496,6 @@ def _kpack_split(buf) -> str | None:
             f"{', '.join(f'#{i}' for i in split) or 'none'})")
 
 
-def to_json(images: list[DeviceImage]) -> str:
-    return json.dumps([img.to_dict() for img in images], indent=2)
-
-
-_COLUMNS = ("path", "container", "producer", "triple", "arch", "image_kind", "size", "compressed", "sha256")
-
-
-def format_table(images: list[DeviceImage]) -> str:
-    """A fixed-width table, one image per line (sha256 shortened to 16 hex digits)."""
-    rows = [[str(c).upper() for c in _COLUMNS]]
-    notes: list[str] = []
-    for img in images:
-        # Names from inside the file, escaped: a newline or escape sequence must not reach the terminal.
-        rows.append([printable(c) for c in (img.path, img.container, img.producer, img.triple or "-",
-                                            img.arch or "-", img.image_kind)]
-                    + [str(img.size), "yes" if img.compressed else "no", img.sha256[:16]])
-        if img.producer_note and img.producer_note not in notes:
-            notes.append(img.producer_note)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
-    lines += [f"note: {AMBIGUOUS_PRODUCER}: {printable(n)}" for n in notes]
-    return "\n".join(lines) + "\n"
-
-
 # --------------------------------------------------------------------------------------------
 # Sizes: what each arch and each container kind takes in a file (`inspect --sizes`, budgets)
 
@@ -540,20 +519,3 @@ def size_summary(images: list[DeviceImage], path: str, file_bytes: int) -> dict:
             "host_bytes": max(0, file_bytes - device),
             "compressed_images": sum(1 for img in images if img.compressed),
             "archs": dict(sorted(archs.items())), "containers": dict(sorted(containers.items()))}
-
-
-def format_sizes(summaries: list[dict]) -> str:
-    """One block per file: its size, then bytes and share of the file per arch and per container."""
-    lines: list[str] = []
-    for s in summaries:
-        total = s["file_bytes"]
-        lines.append(f"{s['path']}: {total} bytes, {s['device_bytes']} in device images")
-        for title, table in (("arch", s["archs"]), ("container", s["containers"])):
-            for key, row in table.items():
-                share = f"{100.0 * row['bytes'] / total:5.1f}%" if total else "    -"
-                lines.append(f"  {title:<9} {key:<24} {row['bytes']:>12}  {share}  ({row['images']} image"
-                             f"{'' if row['images'] == 1 else 's'})")
-        if s["compressed_images"]:
-            lines.append(f"  note: {s['compressed_images']} image(s) stored compressed; their decompressed bytes "
-                         "are counted")
-    return "\n".join(lines) + "\n"
