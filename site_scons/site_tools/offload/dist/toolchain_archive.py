@@ -31,6 +31,8 @@ import subprocess
 import tarfile
 import tempfile
 
+from ..toolchain import jobs as _jobs
+
 #: Programs that run another program of the toolchain themselves, and which.
 _RUNS = {"clang-offload-bundler": ("llvm-objcopy",)}
 #: Driver job flags whose value is a file the job reads from the device-library folder.
@@ -56,11 +58,11 @@ def _why(stderr: str) -> str:
 
 
 def driver_jobs(argv: list[str], penv: dict) -> list[list[str]]:
-    """The jobs the clang driver runs for `argv` (its `-###` lines, each split as a shell does)."""
+    """The jobs the clang driver runs for `argv` (its `-###` listing, `toolchain.jobs`)."""
     cp = _run(argv + ["-###"], penv)
     if cp.returncode:
         raise PackError(f"'{shlex.join(argv)} -###' failed: {_why(cp.stderr)}")
-    return [shlex.split(line) for line in cp.stderr.splitlines() if line.startswith(' "')]
+    return _jobs.parse_jobs(cp.stderr)
 
 
 def _device_library_dirs(job: list[str]) -> set[str]:

@@ -35,7 +35,6 @@ compile and to the host part of the driver's fat object."""
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 import threading
@@ -43,6 +42,7 @@ from dataclasses import dataclass
 
 from ..scons import signatures as _signatures
 from ..toolchain import discovery as _toolchain
+from ..toolchain import jobs as _jobs
 from .common import settings
 
 #: The define that carries a source's file identity (`offload_ids.h`), different per source.
@@ -97,17 +97,6 @@ def wanted(env, kw: dict, lang) -> bool:
     return answer
 
 
-_ARG = re.compile(r'"((?:[^"\\]|\\.)*)"|(\S+)')
-
-
-def _jobs_of(text: str) -> list[list[str]]:
-    """The jobs of a `-###` listing: one line per job, each argument as clang prints it
-    (`llvm::sys::printArg`: in double quotes, with `"`, `\\` and `$` escaped by a backslash)."""
-    return [[re.sub(r"\\(.)", r"\1", m.group(1)) if m.group(1) is not None else m.group(2)
-             for m in _ARG.finditer(line)]
-            for line in text.splitlines() if line.startswith(' "')]
-
-
 def _out_of(job: list[str]) -> str:
     try:
         return job[job.index("-o") + 1]
@@ -118,7 +107,7 @@ def _out_of(job: list[str]) -> str:
 def parse(text: str, src: str, out: str, source_id: str) -> Plan:
     """The plan of a device-only compile's `-###` output (`text`) for the node compiling `src`
     into `out` (`source_id`: its `OFFLOAD_TOOL_SOURCE_ID` value, or ''), or `_Shape`."""
-    jobs = _jobs_of(text)
+    jobs = _jobs.parse_jobs(text)
     if len(jobs) not in (2, 3):
         raise _Shape(f"{len(jobs)} jobs, not a host-IR job and one or two device jobs")
     host, device = jobs[0], jobs[1]
