@@ -13,7 +13,19 @@ crafted document cannot make it do unbounded work:
 
 Strings are `str` (UTF-8, undecodable bytes kept with `surrogateescape`), `bin` values `bytes`,
 maps `dict` (a key that is not hashable, such as an array, is an error), extension types an error:
-no kpack writer produces them."""
+no kpack writer produces them.
+
+Why not the `msgpack` package's `Unpacker`: its `max_str_len`, `max_bin_len`, `max_array_len`
+and `max_map_len` bound one value's lengths, and that much it would do, but (msgpack 1.2):
+* its nesting limit is a constant of the C extension (1024 levels, `StackError` with an empty
+  message), not a parameter, so `MAX_NESTING` could not be kept;
+* its limits are per value, not the run's budget: nothing it decodes is charged to the
+  `entries` and `names` budgets that bound all the documents one run reads, as every other
+  parser of the library charges them;
+* its errors name no offset or field (`FormatError` and `StackError` carry no message,
+  `OutOfData` says "No more data to unpack."), where the library's errors say where in the
+  file the bad byte is;
+* it would be a compiled dependency for the hundred lines below."""
 
 from __future__ import annotations
 

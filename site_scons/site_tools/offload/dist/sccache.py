@@ -373,44 +373,9 @@ def builders() -> dict:
     return {}   # the server's nodes are `env.Command`s made when a compile first needs them
 
 
-# ---------------------------------------------------------------------------------------------
-# TOML, as far as sccache's configuration uses it (tables, arrays of tables, strings, numbers,
-# booleans, arrays): the standard library reads TOML but does not write it.
-
-def _value(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, list):
-        return "[" + ", ".join(_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{" + ", ".join(f"{_key(k)} = {_value(x)}" for k, x in v.items()) + "}"
-    raise TypeError(f"no TOML for {type(v).__name__}")
-
-
-def _key(k: str) -> str:
-    return k if k and all(ch.isalnum() or ch in "-_" for ch in k) else json.dumps(k)
-
-
-def toml(settings: dict, prefix: str = "") -> str:
-    """`settings` as TOML: plain values first, then sub-tables, then arrays of tables."""
-    lines, tables, arrays = [], [], []
-    for k, v in settings.items():
-        if isinstance(v, dict):
-            tables.append((k, v))
-        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
-            arrays.append((k, v))
-        else:
-            lines.append(f"{_key(k)} = {_value(v)}")
-    out = "\n".join(lines) + ("\n" if lines else "")
-    for k, v in tables:
-        name = prefix + _key(k)
-        out += f"\n[{name}]\n" + toml(v, name + ".")
-    for k, v in arrays:
-        name = prefix + _key(k)
-        for item in v:
-            out += f"\n[[{name}]]\n" + toml(item, name + ".")
-    return out
+def toml(settings: dict) -> str:
+    """`settings` (as `tomllib` read them, plus the tool's own) as TOML text: the standard library
+    reads TOML but does not write it; `tomli_w` (a dependency of the tool) does, dates included.
+    Imported here, so a build that does not distribute never loads it."""
+    import tomli_w
+    return tomli_w.dumps(settings)
