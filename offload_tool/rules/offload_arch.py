@@ -61,7 +61,7 @@ def triple(arch: str) -> str:
     """The device triple of an arch of NVIDIA's or AMD's name (`vendor_by_name`), as the driver
     picks it: `nvptx64-nvidia-cuda`, `spirv64-amd-amdhsa` for `amdgcnspirv`, else AMDGCN's."""
     if vendor_by_name(arch) == "nvidia":
-        return "nvptx64-nvidia-cuda"
+        return target_id.NVPTX_TRIPLE
     return "spirv64-amd-amdhsa" if arch.partition(":")[0] == "amdgcnspirv" else target_id.AMDGCN_TRIPLE
 
 

@@ -26,6 +26,10 @@ __all__ = [
 ]
 
 AMDGCN_TRIPLE = "amdgcn-amd-amdhsa"
+NVPTX_TRIPLE = "nvptx64-nvidia-cuda"
+#: Each vendor's device triple, as the driver picks it for the vendor's archs (AMD's SPIR-V arch
+#: `amdgcnspirv` aside: `offload_triple`).
+DEVICE_TRIPLES = {"amd": AMDGCN_TRIPLE, "nvidia": NVPTX_TRIPLE}
 
 #: clang's err_drv_bad_target_id text ('%s' is the target ID).
 BAD_TARGET_ID_MSG = ("invalid target ID '%s'; format is a processor name followed by an optional colon-delimited "
@@ -295,7 +299,7 @@ def offload_triple(arch: str, llvm_version: int = 19) -> str:
     aliases -> `amdgcn-amd-amdhsa`, `amdgcnspirv` -> `spirv64-amd-amdhsa`."""
     vendor = offload_arch_vendor(arch, llvm_version)
     if vendor == "nvidia":
-        return "nvptx64-nvidia-cuda"
+        return NVPTX_TRIPLE
     if vendor == "amd":
         return "spirv64-amd-amdhsa" if arch.partition(":")[0] == "amdgcnspirv" else AMDGCN_TRIPLE
     raise TargetIDError(_DEDUCE_MSG % arch)

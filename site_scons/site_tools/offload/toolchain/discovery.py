@@ -23,6 +23,8 @@ import SCons.Errors
 import SCons.Subst
 import SCons.Util
 
+from offload_tool.rules.target_id import DEVICE_TRIPLES
+
 from . import probe_cache as _probe_cache
 from .probe_cache import clang_executable  # noqa: F401  (the tool's other modules ask it here)
 
@@ -199,7 +201,7 @@ def _asked(env, command: str, path: str, penv: dict, clang: bool, queries: list[
 
 
 #: The device target whose processors a clang lists for each vendor (`--print-supported-cpus`).
-_CPU_TARGETS = (("amd", "amdgcn-amd-amdhsa"), ("nvidia", "nvptx64-nvidia-cuda"))
+_CPU_TARGETS = tuple(DEVICE_TRIPLES.items())   # (vendor, device triple): AMD's, then NVIDIA's
 _OFFLOAD_ARCHS: dict[tuple, dict[str, frozenset[str]] | None] = {}
 
 
