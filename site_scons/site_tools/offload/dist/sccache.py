@@ -18,7 +18,7 @@ namespace), whose configuration is the user's plus:
   packed from the compiler's own answers (`_dist_toolchain`) into the build's `.offload-dist`
   folder as a node of the build: made once per compiler identity, flags and configuration.
 
-What cannot go is kept here, said once per kind with the reason (`LOCAL`): OpenMP compiles (their
+What cannot go is kept here, said once per flavour with the reason (its `Policy`): OpenMP compiles (their
 offload entry names come from the source file's device and inode on the machine that compiles,
 so a server's copy would name them differently from the host object made here), and what sccache
 itself keeps local (clang CUDA; compiles that pass `-Xclang`). nvcc compiles go through sccache
@@ -45,32 +45,24 @@ import SCons.Subst
 from . import toolchain_archive as _dist_toolchain
 from ..toolchain import discovery as _toolchain
 
-#: Flavour -> (what stays here, why), said once per run when a build compiles that way through
-#: sccache-dist. A flavour not listed sends its device compiles to the servers.
-LOCAL = {
-    "openmp-clang": ("OpenMP compiles run here, without sccache",
-                     "their offload entry names come from the source file's device and inode on the machine "
-                     "that compiles it, so a build server's copy would name them differently from the host object"),
-    "cuda-clang": ("CUDA compiles with clang run here",
-                   "sccache never sends clang CUDA compiles (clang cannot compile preprocessed CUDA)"),
-    "hip-packaged": ("HIP compiles with the new offload driver run here, uncached",
-                     "their CUID reaches clang through -Xclang, which sccache does not take"),
-    "hip-bundled-hipcc": ("HIP compiles through hipcc run here",
-                          "sccache does not know hipcc as a compiler it can send"),
-}
-#: What every distributing build says of the steps that stay here whatever the flavour.
-_ALWAYS_LOCAL = {
-    "hip-bundled": ("HIP host compiles run here, uncached",
-                    "the host compile names its fat binary through -Xclang, which sccache does not take; "
-                    "the per-arch device compiles go to the build servers"),
-    "cuda-nvcc": ("nvcc runs here",
-                  "sccache sends its steps to the build servers: cudafe++, the host compiler, and cicc and "
-                  "ptxas per arch"),
-}
-#: Flavours whose per-arch device compiles the tool makes distributable with a toolchain archive.
-_PACKED = ("hip-bundled",)
-#: Flavours whose compiles run without any launcher while the build distributes (see `LOCAL`).
-_UNLAUNCHED = ("openmp-clang",)
+
+@dataclasses.dataclass(frozen=True)
+class Policy:
+    """What a flavour's compiles do when the build distributes: each flavour says its own
+    (`Flavour.dist`), this module asks it. By default (`SENT`) its compiles go through the tool's
+    server, which sends what sccache can send."""
+
+    #: What of its compiles stays here ('' for nothing), said once per run with `why`.
+    stays: str = ""
+    why: str = ""
+    #: Its per-arch device compiles go to the servers with a toolchain archive the tool packs
+    #: (`toolchain_archive`): sccache's own lacks what they need.
+    packed: bool = False
+    #: Its compiles run without any launcher while the build distributes.
+    unlaunched: bool = False
+
+
+SENT = Policy()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -206,15 +198,15 @@ def _env_key(env) -> tuple:
             str(env["ENV"].get("HOME", "")), str(env["ENV"].get("XDG_CONFIG_HOME", "")))
 
 
-def say(env, flavour_name: str) -> None:
-    """Say once per run what of a flavour's compiles stays here and why, when `env` distributes."""
+def say(env, flavour) -> None:
+    """Say once per run what of a flavour's compiles stays here and why (its `Policy`), when `env`
+    distributes."""
     if client(env) is None:
         return
-    for table in (LOCAL, _ALWAYS_LOCAL):
-        if flavour_name in table and flavour_name not in _said:
-            _said.add(flavour_name)
-            what, why = table[flavour_name]
-            sys.stderr.write(f"offload: note: sccache-dist: {what}: {why}\n")
+    policy = flavour.dist
+    if policy.stays and flavour.name not in _said:
+        _said.add(flavour.name)
+        sys.stderr.write(f"offload: note: sccache-dist: {policy.stays}: {policy.why}\n")
 
 
 def _device_argv(device) -> list[str]:
@@ -238,16 +230,17 @@ def _device_argv(device) -> list[str]:
     return out
 
 
-def attach(env, made, flavour_name: str) -> None:
-    """For the compile nodes `made` of one source: when `env` distributes, make its server's
-    configuration (and toolchain) a prerequisite of the compiles and say what stays here."""
+def attach(env, made, flavour) -> None:
+    """For the compile nodes `made` of one source, built with `flavour`: when `env` distributes,
+    make its server's configuration (and toolchain) a prerequisite of the compiles, as the
+    flavour's `Policy` says."""
     c = client(env)
-    if c is None or flavour_name in _UNLAUNCHED:
+    if c is None or flavour.dist.unlaunched:
         return
     argv = None
     parts = getattr(made[0].attributes, "offload_parts", None) or {}
     devices = list((parts.get("devices") or {}).values())
-    if flavour_name in _PACKED and devices:
+    if flavour.dist.packed and devices:
         argv = _device_argv(devices[0])
     made = list(made) + devices + [n for n in (parts.get("host"),) if n is not None]
     key = _env_key(env)

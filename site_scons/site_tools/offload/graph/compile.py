@@ -101,10 +101,11 @@ class _CompileAction(GroupSignatureAction):
 
     def execute(self, target, source, env, executor=None):
         status = super().execute(target, source, env, executor)
-        if not status and self.host_side and env.get("_OFFLOAD_LANG") == "openmp":
+        guessed = getattr(_languages.LANGUAGES.get(env.get("_OFFLOAD_LANG", "")), "guessed_by_suffix", False)
+        if not status and self.host_side and guessed:
             _openmp_sources.note_without_target(env, (executor.get_all_sources() if executor else source)[0],
                                                 (executor.get_all_targets() if executor else target)[0])
-        if status and env.get("_OFFLOAD_LANG") == "openmp" and not env.get("OFFLOAD_LANG"):
+        if status and guessed and not env.get("OFFLOAD_LANG"):
             src = (executor.get_all_sources() if executor else source)[0]
             hint = _foreign_language_hint(src)
             if hint:
@@ -382,7 +383,7 @@ def _cuid(env, node) -> str:
 
 
 def _src_flags(node, lang) -> str:
-    c = lang is _languages.OPENMP and os.path.splitext(node.name)[1] in _languages.C_SUFFIXES
+    c = os.path.splitext(node.name)[1] in lang.c_suffixes
     return "$CCFLAGS $CFLAGS" if c else "$CCFLAGS $CXXFLAGS"
 
 

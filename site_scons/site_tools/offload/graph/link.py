@@ -152,10 +152,12 @@ def _write_ldscript(target, source, env):
 
 def _devicelink_emitter(target, source, env):
     """One arch's device link of a program (the target asked for): `<program>.<arch>.devlink.o`,
-    an OpenMP image of that arch."""
+    an image of that arch, of the kind of the language whose device link it is (OpenMP's:
+    `flavours.registry.SPLIT_DEVICE_LINK`)."""
     program, arch = target[0], env.subst("$OFFLOAD_ARCH")
     made = program.dir.File(f"{program.name}.{file_safe(arch)}.devlink.o")
-    made.attributes.offload_image = {"arch": arch, "triple": _archs.triple(arch), "kind": "openmp"}
+    kind = _languages.LANGUAGES[_flavours.SPLIT_DEVICE_LINK.language].offload_kind
+    made.attributes.offload_image = {"arch": arch, "triple": _archs.triple(arch), "kind": kind}
     return [made], source
 
 
@@ -164,8 +166,8 @@ def _carrier_emitter(target, source, env):
     object: `<program>.offload.pkg` and `<program>.offload.o`."""
     program = target[0]
     carrier = program.dir.File(program.name + ".offload.o")
-    carrier.attributes.offload_lang = "openmp"  # it holds OpenMP AMD images (and whatever else)
-    carrier.attributes.offload_flavour = "openmp-clang"
+    # it holds the split device link's AMD images (OpenMP's), and whatever else
+    _flavours.SPLIT_DEVICE_LINK.mark([carrier])
     return [program.dir.File(program.name + ".offload.pkg"), carrier], source
 
 
@@ -197,7 +199,8 @@ def _link_overrides(env, objs, kw, target=None) -> dict:
     senv = settings(env, kw)
     _compile.require_clang(senv)
     known = [getattr(o.attributes, "offload_lang", "") for o in objs]
-    langs = sorted(set(known) - {"", "host"})
+    langs = sorted({lang for lang in known if lang and getattr(_languages.LANGUAGES.get(lang), "offload_kind", "")
+                    is not None})  # the offload languages (no plain host objects)
     flavours = [f.name for f in _link_flavours(objs)]
     archs = canonical(senv)
     if langs and all(known):
@@ -206,17 +209,19 @@ def _link_overrides(env, objs, kw, target=None) -> dict:
         archs = [a for a in archs if any(a in archs_for(_languages.LANGUAGES[lang], [a]) for lang in langs)]
     # An OpenMP offload link unless every object is known and none is OpenMP's.
     openmp = not all(known) or any(_languages.LANGUAGES[lang].file_identity for lang in langs) or not langs
-    _settings_check.unused_in_link(senv, target, objs, lambda var: _used_elsewhere(env, var))
+    _settings_check.unused_in_link(senv, target, [_flavours.of_node(o) or _flavours.UNKNOWN for o in objs],
+                                   lambda var: _used_elsewhere(env, var))
     return dict(kw, _OFFLOAD_LINK_ARCHS=archs, _OFFLOAD_LINK_FLAVOURS=flavours, _OFFLOAD_LINK_OPENMP=openmp)
 
 
 def _used_elsewhere(env, var: str) -> bool:
     """Whether a step `env` made so far reads `var`: a clang device compile OFFLOAD_DEVICEFLAGS,
-    an nvcc object OFFLOAD_NVCCFLAGS."""
+    another variable an object whose flavour reads it (`Flavour.flag_vars`: nvcc's
+    OFFLOAD_NVCCFLAGS)."""
     if var == "OFFLOAD_DEVICEFLAGS":
         return any(True for _ in registry.made_of(env, "device"))
-    return any(getattr(n.attributes, "offload_flavour", None) == "cuda-nvcc"
-               for made in registry.made_of(env, "object") for n in made)
+    return any(var in f.flag_vars for made in registry.made_of(env, "object") for n in made
+               if (f := _flavours.of_node(n)) is not None)
 
 
 def _link_flavours(objs) -> list:
@@ -285,7 +290,7 @@ def _split_parts(env, n, kw, pic):
         if not flavour.split_device_link:
             return "keep"
         host, devices = flavour.split_parts(env, n, lang, archs, kw, pic)
-        _dist.attach(settings(env, kw), [host, *devices.values()], flavour.name)
+        _dist.attach(settings(env, kw), [host, *devices.values()], flavour)
         return host, devices
     flavour = _flavours.of_node(n)
     if flavour is None:
@@ -349,7 +354,8 @@ def _split_link_inputs(env, target, items_in, kw, pic):
     for a in archs:
         if a in amd:
             images = [devices[a] for _, devices in split if a in devices]
-            dl = env._OffloadDeviceLink(target, images, OFFLOAD_ARCH=a, _OFFLOAD_LANG="openmp",
+            dl = env._OffloadDeviceLink(target, images, OFFLOAD_ARCH=a,
+                                        _OFFLOAD_LANG=_flavours.SPLIT_DEVICE_LINK.language,
                                         _OFFLOAD_CARRIER_REF=ref, _OFFLOAD_DEVLINK_LLVM=llvm, **kw)
             env.Requires(dl, ref)
             carrier_images.extend(dl)

@@ -45,10 +45,8 @@ def offload_object(env, s, target, kw, pic=False):
 
     def make():
         made = flavour.compile(env, senv, s, fat, lang, archs, kw, pic)
-        for n in made:
-            n.attributes.offload_lang = lang.name
-            n.attributes.offload_flavour = flavour.name
-        _dist.attach(senv, made, flavour.name)
+        flavour.mark(made, lang.name)
+        _dist.attach(senv, made, flavour)
         return made
 
     return registry.get(env, fat.get_abspath(), "object",
@@ -59,12 +57,12 @@ def _checked_flavour(env, senv, s, lang, archs, kw):
     """The flavour of source `s`, once the settings it is built with are checked (archs for its
     language, archs its compiler knows, flags in the right variables, the compiler's runtime)."""
     flavour = _flavours.flavour_for(senv, lang)
-    hip = _openmp_sources.includes_hip_runtime(senv, s) if not archs and lang.offload_kind == "cuda" else None
+    hip = _openmp_sources.includes_hip_runtime(senv, s) if not archs and lang.may_be_hip_code else None
     _settings_check.archs_of_source(senv, s, lang, archs, hip_code=hip)
-    _flavours.check_archs(senv, archs, flavour, lang, s)
+    flavour.check_archs(senv, archs, lang, s)
     _settings_check.check(env, kw, senv)
     flavour.check(senv)
-    _dist.say(senv, flavour.name)
+    _dist.say(senv, flavour)
     return flavour
 
 
@@ -73,7 +71,7 @@ def source_flavour(env, s, kw):
     senv = settings(env, kw)
     lang = _languages.language_of(s, senv)
     if lang.offload_kind is None:
-        return _flavours.FLAVOURS["host"], lang, []
+        return _flavours.flavour_for(senv, lang), lang, []
     archs = archs_for(lang, canonical(senv))
     return _checked_flavour(env, senv, s, lang, archs, kw), lang, archs
 

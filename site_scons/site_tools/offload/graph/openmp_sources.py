@@ -106,7 +106,8 @@ def _asks(env, kw: dict) -> bool:
 
 
 def _by_suffix_is_openmp(n) -> bool:
-    return _languages.suffix_language(n) is _languages.OPENMP
+    """Whether `n` is of the language C/C++ sources are by their suffix alone (OpenMP's)."""
+    return getattr(_languages.suffix_language(n), "guessed_by_suffix", False)
 
 
 def gpu_language_sources(env, sources, kw: dict) -> bool:
@@ -114,8 +115,9 @@ def gpu_language_sources(env, sources, kw: dict) -> bool:
     compiled from such sources."""
     if _asks(env, kw):
         return False
-    return any(getattr(_languages.suffix_language(n), "offload_kind", None) in ("cuda", "hip")
-               or getattr(n.attributes, "offload_lang", None) in ("cuda", "hip") for n in sources)
+    return any(getattr(_languages.suffix_language(n), "gpu_kernels", False)
+               or getattr(_languages.LANGUAGES.get(getattr(n.attributes, "offload_lang", None) or ""), "gpu_kernels",
+                          False) for n in sources)
 
 
 def source_kw(env, n, kw: dict, beside_gpu_sources: bool) -> dict:
@@ -126,7 +128,7 @@ def source_kw(env, n, kw: dict, beside_gpu_sources: bool) -> dict:
     senv = env.Override(kw) if kw else env
     if holds_target_construct(senv, n):
         return kw
-    return dict(kw, OFFLOAD_LANG="host")
+    return dict(kw, OFFLOAD_LANG=_languages.HOST.name)
 
 
 _noted: set[str] = set()

@@ -10,7 +10,7 @@ SPIR-V, `spirv64` for a SYCL-like language).
 Which vendor an arch is comes from its name; whether it exists is the compiler's to say: archs
 come and go between releases (LLVM 20 dropped gfx940 and gfx941, which clang 19 builds; CUDA 13
 dropped sm_70), so the compiler that builds a source is asked which archs it knows
-(`_toolchain.offload_archs`, checked where a source is made: `_flavours.check_archs`), not the
+(`_toolchain.offload_archs`, checked where a source is made: `Flavour.check_archs`), not the
 newest LLVM this tool knows of.
 
 Validation runs when a builder is called, i.e. while the SConscripts are read, so a bad arch
@@ -158,7 +158,7 @@ def canonical_arch(arch: str, llvm_version: int, var: str) -> str:
     except OffloadError as exc:
         # An arch the clang in use lacks (sm_120 with clang 19, gfx940 with clang 22) is still an
         # arch: nvcc or another clang may build it; whether the compiler of a source knows it is
-        # asked where the source is made (`_flavours.check_archs`).
+        # asked where the source is made (`Flavour.check_archs`).
         canon = _canonical_elsewhere(arch, llvm_version)
         if canon is None:
             raise SCons.Errors.UserError(f"offload: {var}: '{arch}': {exc}") from None

@@ -84,21 +84,16 @@ def check(env, kw: dict, senv) -> None:
 _noted: set[tuple[str, str]] = set()
 
 
-def unused_in_link(senv, target, objects, elsewhere) -> None:
-    """Note the flag variables set for a link's objects that none of their steps used (by the
-    flavours the objects were built with, `_flavours`), unless the environment uses them for
-    what it has declared before (`elsewhere(var)`: an OpenMP program beside a CUDA one shares
-    OFFLOAD_DEVICEFLAGS). Declared after the link, such a use is not seen."""
-    flavours = {getattr(o.attributes, "offload_flavour", None) for o in objects}
+def unused_in_link(senv, target, flavours, elsewhere) -> None:
+    """Note the flag variables set for a link's objects that none of their steps used: a variable
+    one of the objects' `flavours` says where it belongs (`Flavour.misplaced_flags`) and none of
+    them reads (`Flavour.flag_vars`), unless the environment uses it for what it has declared
+    before (`elsewhere(var)`: an OpenMP program beside a CUDA one shares OFFLOAD_DEVICEFLAGS).
+    Declared after the link, such a use is not seen."""
     unused = []
-    if _flags(senv, "OFFLOAD_DEVICEFLAGS") and "cuda-nvcc" in flavours and flavours <= {"cuda-nvcc", "host"} \
-            and not elsewhere("OFFLOAD_DEVICEFLAGS"):
-        unused.append(("OFFLOAD_DEVICEFLAGS", "nvcc compiles its device code: nvcc's options go in "
-                                              "OFFLOAD_NVCCFLAGS"))
-    if _flags(senv, "OFFLOAD_NVCCFLAGS") and "cuda-clang" in flavours and "cuda-nvcc" not in flavours \
-            and not elsewhere("OFFLOAD_NVCCFLAGS"):
-        unused.append(("OFFLOAD_NVCCFLAGS", "clang compiles its CUDA sources (OFFLOAD_CUDA_COMPILER='nvcc' "
-                                            "for nvcc; clang's flags go in OFFLOAD_HOSTFLAGS / OFFLOAD_DEVICEFLAGS)"))
+    for var in sorted({v for f in flavours for v in f.misplaced_flags}):
+        if _flags(senv, var) and not any(var in f.flag_vars for f in flavours) and not elsewhere(var):
+            unused.append((var, next(f.misplaced_flags[var] for f in flavours if var in f.misplaced_flags)))
     for var, why in unused:
         if (var, str(target)) not in _noted:
             _noted.add((var, str(target)))
@@ -220,7 +215,7 @@ def amd_device_libs(senv) -> None:
     """A clang that cannot find the ROCm device libraries its AMD device code needs (clang 22 wants
     ROCm 6.3's; Debian 12 ships older ones) is said once, before the build, in clang's words and
     with the settings that fix it. (The archs are read as the newest LLVM knows them: whether the
-    clang in use knows them is checked where its sources are made, `_flavours.check_archs`.)"""
+    clang in use knows them is checked where its sources are made, `Flavour.check_archs`.)"""
     amd = [a for a in _archs.canonical_archs(senv, _archs.NEWEST_LLVM) if _archs.vendor(a) == "amd"]
     if not amd:
         return

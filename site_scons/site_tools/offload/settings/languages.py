@@ -46,6 +46,12 @@ class Language:
     # Device objects are code objects bundled into the host object (HIP's `.hipfb`), rather
     # than images of an OffloadBinary package embedded next to it.
     bundled_device_code: bool = False
+    # C/C++ sources are of this language by their suffix alone, a guess (OpenMP's): a compile of
+    # one that made a host side though its source holds no offload construct is noted, and a
+    # failed one whose code looks like another language's says so (`graph.compile`).
+    guessed_by_suffix: bool = False
+    # Its suffixes that mean C: those sources' compiles take `$CFLAGS`, the others `$CXXFLAGS`.
+    c_suffixes: frozenset[str] = frozenset()
     # A language clang builds with either offload driver: the variable that chooses ('new', 'old'
     # or 'auto': ask the compiler), and the fields that differ on the new driver. `resolve` gives
     # the record an environment builds with; `driver` says which one it is.
@@ -56,6 +62,20 @@ class Language:
     @property
     def compilers(self) -> tuple[str, ...]:
         return tuple(c for c, _ in self.flavours)
+
+    @property
+    def gpu_kernels(self) -> bool:
+        """Its sources are a GPU program's kernels (CUDA's and HIP's kinds): C/C++ sources beside
+        them, or beside objects of it, are that program's host code unless they hold an OpenMP
+        target construct (`graph.openmp_sources`)."""
+        return self.offload_kind in ("cuda", "hip")
+
+    @property
+    def may_be_hip_code(self) -> bool:
+        """Its suffixes are CUDA's, which HIP code keeps too (hipified `.cu` files): a source of it
+        for which OFFLOAD_ARCHS names no arch of its vendors is looked into for
+        `hip/hip_runtime.h`, so that the error says the fix is its language, not an arch."""
+        return self.offload_kind == "cuda"
 
     def device_suffix(self, vendor: str) -> str:
         """What a device-only compile writes: a code object for HIP, an nvptx ELF object for
@@ -76,7 +96,8 @@ OPENMP = Language(
     "openmp", (".c", ".cc", ".cpp", ".cxx", ".C", ".c++"), "openmp", ("nvidia", "amd"),
     host_flags=f"-fopenmp {OPENMP_TARGETS} $_OFFLOAD_SOURCE_ID",
     device_flags="-fopenmp $_OFFLOAD_SOURCE_ID",
-    file_identity=True, host_ir=True, host_backend_flags=f"-fopenmp {OPENMP_TARGETS}",
+    file_identity=True, host_ir=True, host_backend_flags=f"-fopenmp {OPENMP_TARGETS}", guessed_by_suffix=True,
+    c_suffixes=frozenset({".c"}),
     flavours=(("clang", "openmp-clang"),), vendor_flags=(("nvidia", "$_OFFLOAD_NVPTX_BCFLAG"),))
 
 
@@ -124,7 +145,6 @@ HOST = Language("host", (), None, flavours=(("clang", "host"),))
 
 LANGUAGES: dict[str, Language] = {}
 _BY_SUFFIX: dict[str, Language] = {}
-C_SUFFIXES = {".c"}
 
 
 def register(language: Language) -> Language:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import SCons.Action
 
+from ...flavours import registry as _flavours
 from ...settings import archs as _archs
 from .. import consume as _consume
 from . import split as _nvcc
@@ -172,14 +173,14 @@ def device_link(env, target, objs, kw, pic=False) -> list:
         return []
     senv = settings(env, kw)
     archs = _rdc_archs(inputs)
-    o = dict(kw, _OFFLOAD_NVCC_ARCHS=archs, _OFFLOAD_LANG="cuda")
+    flavour = _flavours.NVCC_DEVICE_LINK
+    o = dict(kw, _OFFLOAD_NVCC_ARCHS=archs, _OFFLOAD_LANG=flavour.language)
     if pic:
         pic_overrides(senv, o)
     d, name = target.dir, target.name
     out = d.File(name + ".dlink.o")
     plan = plan_for(senv, o, [out], inputs)
-    out.attributes.offload_lang = "cuda"   # a CUDA link's input (its runtime, no OpenMP's)
-    out.attributes.offload_flavour = "cuda-nvcc"
+    flavour.mark([out])   # a CUDA link's input (its runtime, no OpenMP's)
     _nvcc.clean_leftovers(env, [out], d, name + ".", _STEP_FILES)
     if plan is None:
         return list(env._OffloadNvccDlink(out, inputs, **o))
