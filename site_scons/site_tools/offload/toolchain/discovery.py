@@ -442,10 +442,6 @@ def library_llvm_version(env) -> int:
     return 19 if clang_major(env) < 20 else 22
 
 
-#: Where a CUDA install keeps `libcudart.so` (outside the default search path).
-CUDA_LIBDIR = "$OFFLOAD_CUDA_PATH/lib64"
-
-
 def llvm_libdir(env) -> str:
     """Where the clang in use has LLVM's OpenMP offload runtime (libomptarget.so), as it says."""
     info = clang_info(env)
