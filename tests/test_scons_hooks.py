@@ -1,7 +1,8 @@
-"""SCons's internals behind one door (`_scons_hooks`): no other module of the SCons tool uses a
-private or internal SCons name, and every hook degrades, says so once, and leaves the build
-working when what it hooks is gone (in process for each hook; in real builds for the progress
-walk and the report's CPU times)."""
+"""SCons's internals behind one door (`scons/`): outside it, the SCons tool uses only the SCons
+names SCons documents (an allowlist, `scons/public_api.py`, each name with where SCons documents
+it), never a private or internal one; and every hook (`scons/hooks.py`) degrades, says so once,
+and leaves the build working when what it hooks is gone (in process for each hook; in real builds
+for the progress walk and the report's CPU times)."""
 
 from __future__ import annotations
 
@@ -22,9 +23,93 @@ sys.path.insert(0, str(TOOL.parent))
 
 from offload.scons import hooks as _scons_hooks  # noqa: E402
 
-# Uses still to move behind `_scons_hooks` (none now). A new one fails.
+from offload.scons import public_api  # noqa: E402
+
+# Uses still to move behind `scons/` (none now). A new one fails.
 PENDING: set[tuple[str, str]] = set()
 DUNDERS_OK = {"__version__", "__file__", "__name__", "__doc__"}
+
+# --------------------------------------------------------------------------------------------
+# What SCons defines, and what Python does
+
+#: SCons's modules whose objects reach a tool (nodes, environments, executors, actions,
+#: builders, scanners, the cache, the taskmaster's tasks), read for the names they define.
+_SCONS_CORE = ("Action", "Builder", "CacheDir", "Defaults", "Environment", "Errors", "Executor", "Memoize", "Node",
+               "PathList", "Scanner", "Script", "Subst", "Taskmaster", "Util", "SConsign", "SConf")
+
+
+def _scons_members() -> set[str]:
+    """Every attribute name SCons's classes define or set on their objects (methods, class
+    attributes, slots, `self.x = ...`), read from SCons's source."""
+    import SCons
+    root = Path(SCons.__file__).parent
+    out: set[str] = set()
+    for path in root.rglob("*.py"):
+        rel = path.relative_to(root)
+        if rel.parts[0].removesuffix(".py") not in _SCONS_CORE or path.name.endswith("Tests.py"):
+            continue
+        for c in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(c, ast.ClassDef):
+                continue
+            for b in c.body:
+                if isinstance(b, (ast.FunctionDef, ast.ClassDef)):
+                    out.add(b.name)
+                elif isinstance(b, ast.Assign):
+                    for t in b.targets:
+                        out.update(e.id for e in ast.walk(t) if isinstance(e, ast.Name))
+                        if isinstance(t, ast.Name) and t.id == "__slots__":
+                            out.update(e.value for e in ast.walk(b.value)
+                                       if isinstance(e, ast.Constant) and isinstance(e.value, str))
+                elif isinstance(b, ast.AnnAssign) and isinstance(b.target, ast.Name):
+                    out.add(b.target.id)
+            out.update(n.attr for n in ast.walk(c) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)
+                       and isinstance(n.value, ast.Name) and n.value.id == "self")
+    return out
+
+
+def _python_names() -> set[str]:
+    """The attribute names of Python's own objects the tool handles (strings, containers, files,
+    processes, matches, locks, archives): `x.get`, `f.write`, `cp.stdout` are Python's, whatever
+    SCons also calls a member of its classes."""
+    import collections
+    import io
+    import os
+    import subprocess
+    import tarfile
+    import threading
+    out: set[str] = set()
+    kinds = (str, bytes, bytearray, list, dict, set, frozenset, tuple, object, int, float, type, memoryview,
+             BaseException, OSError, collections.UserList, collections.UserDict, collections.UserString,
+             collections.OrderedDict, collections.defaultdict, collections.deque, io.TextIOWrapper,
+             io.BufferedReader, io.BufferedWriter, io.BytesIO, io.StringIO, subprocess.Popen, os.stat_result,
+             type(re.match("", "")), type(re.compile("")), threading.Thread, type(threading.Lock()), threading.local,
+             tarfile.TarFile, tarfile.TarInfo)
+    for kind in kinds:
+        out.update(dir(kind))
+    out.update(dir(subprocess.CompletedProcess([], 0, "", "")))
+    return out
+
+
+SCONS_MEMBERS = _scons_members()
+PYTHON_NAMES = _python_names()
+
+#: Names the tool's own objects use that SCons's classes also define: each is the tool's, where
+#: it says (the test checks that a class of the tool defines it).
+OWN_NAMES = {
+    "command": "toolchain.discovery.Compiler.command (the command line that runs a compiler)",
+    "config": "dist.sccache.Server.config (an sccache server's configuration file)",
+    "env": "the nvcc plans' `env` (graph.nvcc.split.Plan, graph.nvcc.device_link.LinkPlan)",
+    "jobs": "graph.host_ir's plan of the driver's device jobs",
+    "key": "graph.common's registry entries",
+    "lock": "insight.progress / insight.report: their own locks",
+    "suffixes": "settings.languages.Language.suffixes",
+    "entries": "the library's bundles (offload_tool.formats.bundle: a bundle's entries)",
+    "data": "the library's ELF sections (offload_tool.formats.elf: a section's bytes)",
+    "method": "the library's cost estimates (offload_tool.ops.cost: how one was made)",
+}
+
+# --------------------------------------------------------------------------------------------
+# The scan
 
 
 def _chain(node: ast.AST) -> list[str] | None:
@@ -38,18 +123,93 @@ def _chain(node: ast.AST) -> list[str] | None:
     return None
 
 
+def _module_name(chain: list[str]) -> str | None:
+    """The SCons name a dotted chain uses: its longest prefix that is a module, and the name after
+    it (`SCons.Tool.CScanner.path` uses `SCons.Tool.CScanner`); None for a module itself."""
+    import importlib
+    for i in range(len(chain), 0, -1):
+        name = ".".join(chain[:i])
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue
+        return ".".join(chain[:i + 1]) if i < len(chain) else None
+    return None
+
+
+def _own_members(paths) -> set[str]:
+    """Attribute names the classes in `paths` define or set."""
+    out: set[str] = set()
+    for path in paths:
+        for c in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(c, ast.ClassDef):
+                for b in c.body:
+                    if isinstance(b, (ast.FunctionDef, ast.ClassDef)):
+                        out.add(b.name)
+                    elif isinstance(b, ast.AnnAssign) and isinstance(b.target, ast.Name):
+                        out.add(b.target.id)
+                    elif isinstance(b, ast.Assign):
+                        out.update(t.id for t in b.targets if isinstance(t, ast.Name))
+            elif isinstance(c, ast.Attribute) and isinstance(c.ctx, ast.Store) and isinstance(c.value, ast.Name) \
+                    and c.value.id == "self":
+                out.add(c.attr)
+    return out
+
+
+def _imports(tree) -> tuple[dict[str, str], set[str]]:
+    """({name: SCons module or name it is bound to}, {names bound to other modules}) of a file."""
+    scons: dict[str, str] = {}
+    other: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] == "SCons":
+                    scons[a.asname or "SCons"] = a.name if a.asname else "SCons"
+                else:
+                    other.add((a.asname or a.name).split(".")[0])
+        elif isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                if node.level == 0 and (node.module or "").split(".")[0] == "SCons":
+                    scons[a.asname or a.name] = f"{node.module}.{a.name}"
+                else:
+                    other.add(a.asname or a.name)
+    return scons, other
+
+
 def internal_uses(path: Path) -> list[str]:
-    """`line: what` for each private or internal SCons name `path` uses (see `_scons_hooks`)."""
+    """`line: what` for each SCons name `path` uses that is not SCons's public API
+    (`scons.public_api`): a module attribute not in `MODULE_NAMES`; an attribute or method, read,
+    set or defined, that SCons's classes define and `MEMBER_NAMES` does not list (neither a
+    Python name, nor one of the tool's own, `OWN_NAMES`); a class derived from one of SCons's;
+    besides, any private name of SCons's and the internals `hooks.INTERNAL_NAMES` lists.
+
+    What it cannot see: the type of an object. `x.name` is allowed whatever `x` is, and a name
+    both SCons and Python (or the tool) use is taken as Python's (or the tool's)."""
     found = []
     tree = ast.parse(path.read_text(), str(path))
+    scons, other = _imports(tree)
+    in_chain: set[int] = set()
     for node in ast.walk(tree):
         what = None
-        if isinstance(node, ast.Attribute):
-            chain = _chain(node)
-            if chain and chain[0] == "SCons" and any(p.startswith("_") and p not in DUNDERS_OK for p in chain[1:]):
-                what = ".".join(chain)
+        chain = _chain(node) if isinstance(node, ast.Attribute) else None
+        if chain and chain[0] in scons:
+            for sub in ast.walk(node):
+                in_chain.add(id(sub))
+            full = scons[chain[0]].split(".") + chain[1:]
+            if any(p.startswith("_") and p not in DUNDERS_OK for p in full[1:]):
+                what = ".".join(full)
             elif node.attr in _scons_hooks.INTERNAL_NAMES:
                 what = node.attr
+            else:
+                name = _module_name(full)
+                if name is not None and name not in public_api.MODULE_NAMES and name.rsplit(".", 1)[1] not in DUNDERS_OK:
+                    what = name
+        elif isinstance(node, ast.Attribute) and id(node) not in in_chain:
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if not (isinstance(root, ast.Name) and root.id in other):  # a module's name: `os.path`
+                what = _member(node.attr)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             for name in names:
@@ -57,6 +217,10 @@ def internal_uses(path: Path) -> list[str]:
                 if parts[0] == "SCons" and (set(parts) & _scons_hooks.INTERNAL_NAMES
                                             or any(p.startswith("_") for p in parts)):
                     what = name
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "SCons":
+                for a in node.names:
+                    if f"{node.module}.{a.name}" not in public_api.MODULE_NAMES:
+                        what = f"{node.module}.{a.name}"
         elif isinstance(node, ast.keyword) and node.arg in _scons_hooks.INTERNAL_NAMES:
             what = node.arg + "="
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr",
@@ -65,16 +229,80 @@ def internal_uses(path: Path) -> list[str]:
             name = node.args[1].value
             if name in _scons_hooks.INTERNAL_NAMES or (name.startswith("__") and name not in DUNDERS_OK):
                 what = f"{node.func.id}(..., {name!r})"
+            elif _member(name):
+                what = f"{node.func.id}(..., {name!r})"
+        elif isinstance(node, ast.ClassDef):
+            for base in node.bases:
+                chain = _chain(base)
+                if chain and (chain[0] in scons or chain[-1] in _SCONS_DERIVED):
+                    what = f"class {node.name}({'.'.join(chain)})"
         if what is not None and (path.name, what) not in PENDING:
             found.append(f"{node.lineno}: {what}")
     return found
 
 
-def test_internal_names_only_in_the_hooks_module():
+def _member(name: str) -> str | None:
+    """`name` when it is an attribute of SCons's objects outside its public API, else None."""
+    if name in SCONS_MEMBERS and name not in public_api.MEMBER_NAMES and name not in PYTHON_NAMES \
+            and name not in OWN_NAMES and name not in DUNDERS_OK and not name.startswith("offload_"):
+        return name
+    return None
+
+
+def _scons_derived() -> set[str]:
+    """The door's classes derived from SCons's, directly or through another of them (a class
+    derived from one of them derives from SCons's)."""
+    classes = {c.name: [(_chain(b) or [""]) for b in c.bases] for p in (TOOL / "scons").glob("*.py")
+               for c in ast.walk(ast.parse(p.read_text())) if isinstance(c, ast.ClassDef)}
+    derived: set[str] = set()
+    while True:
+        more = {name for name, bases in classes.items()
+                if name not in derived and any(b[0] == "SCons" or b[-1] in derived for b in bases)}
+        if not more:
+            return derived
+        derived |= more
+
+
+_SCONS_DERIVED = _scons_derived()
+
+
+def _outside_the_door() -> list[Path]:
     door = TOOL / "scons"
-    offenders = {str(p.relative_to(TOOL)): internal_uses(p) for p in sorted(TOOL.rglob("*.py")) if door not in p.parents}
+    return [p for p in sorted(TOOL.rglob("*.py")) if door not in p.parents]
+
+
+def test_internal_names_only_in_the_hooks_module():
+    offenders = {str(p.relative_to(TOOL)): internal_uses(p) for p in _outside_the_door()}
     offenders = {k: v for k, v in offenders.items() if v}
-    assert not offenders, f"SCons internals outside scons/ (move them behind a hook there): {offenders}"
+    assert not offenders, ("SCons names outside its public API (scons/public_api.py) outside scons/ "
+                           f"(move them behind scons/, or cite where SCons documents them): {offenders}")
+
+
+def test_the_public_api_says_where_each_name_is_documented():
+    for table in (public_api.MODULE_NAMES, public_api.MEMBER_NAMES):
+        for name, where in table.items():
+            assert where.startswith(("man page", "user guide")), (name, where)
+    import importlib
+
+    import SCons.Environment
+    import SCons.Script
+    for dotted, script_name in public_api.ALIASES.items():
+        module, name = dotted.rsplit(".", 1)
+        assert getattr(importlib.import_module(module), name) is getattr(SCons.Script, script_name), dotted
+    for dotted in public_api.MODULE_NAMES:
+        module, name = dotted.rsplit(".", 1)
+        assert hasattr(importlib.import_module(module), name), dotted
+    # Flatten() is SCons.Util.flatten applied
+    import SCons.Util
+    nested = [["a", ["b"]], "c", ("d",)]
+    assert SCons.Environment.Base.Flatten(nested) == SCons.Util.flatten(nested) == ["a", "b", "c", "d"]
+
+
+def test_own_names_are_the_tools():
+    own = _own_members(_outside_the_door() + sorted((REPO / "offload_tool").rglob("*.py")))
+    assert set(OWN_NAMES) <= own, sorted(set(OWN_NAMES) - own)
+    assert set(OWN_NAMES) <= SCONS_MEMBERS, sorted(set(OWN_NAMES) - SCONS_MEMBERS)  # else not needed here
+    assert not set(public_api.MEMBER_NAMES) & set(OWN_NAMES)
 
 
 def test_the_scan_finds_what_it_looks_for(tmp_path):
@@ -89,6 +317,24 @@ def test_the_scan_finds_what_it_looks_for(tmp_path):
     assert whats >= {"SCons.Tool.compilation_db", "BuildTask", "SCons.Script._build_plus_default",
                      "getattr(..., '__COMPILATION_DB_ENTRIES')", "allowcache="}, found
     assert not any("GetOption" in w or "CLVar" in w or "__version__" in w for w in whats)
+
+
+def test_the_allowlist_scan_finds_what_is_not_documented(tmp_path):
+    sample = tmp_path / "_sample.py"
+    sample.write_text(
+        "import os\nimport SCons.Action\nimport SCons.Subst\nfrom SCons.Util import NodeList\n"
+        "from ..scons import actions as _actions\n"
+        "class A(SCons.Action.CommandAction):\n    pass\n"
+        "class B(_actions.CompileAction):\n    pass\n"
+        "w = SCons.Subst.CmdStringHolder('x')\n"
+        "p = node.get_abspath() + node.get_path(top) + env.Override({}).subst('$X')\n"
+        "e = getattr(node, 'get_build_env')\n"
+        "ok = node.abspath, node.srcnode().path, env.File('a').dir.name, os.path.join('a'), {}.get('x')\n"
+        "ok2 = SCons.Action.Action('x'), _actions.word('a', None), plan.env, n.attributes.offload_lang\n")
+    whats = {f.split(": ", 1)[1] for f in internal_uses(sample)}
+    assert whats == {"SCons.Util.NodeList", "class A(SCons.Action.CommandAction)", "SCons.Action.CommandAction",
+                     "class B(_actions.CompileAction)", "SCons.Subst.CmdStringHolder", "get_abspath", "get_path",
+                     "Override", "getattr(..., 'get_build_env')", "attributes"}, whats
 
 
 # --------------------------------------------------------------------------------------------

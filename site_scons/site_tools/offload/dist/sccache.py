@@ -38,11 +38,12 @@ import tomllib
 
 import SCons.Action
 import SCons.Errors
-import SCons.Node.Python
 import SCons.Script
-import SCons.Subst
 
+from ..scons import actions as _actions
+from ..scons import nodes as _nodes
 from . import toolchain_archive as _dist_toolchain
+from ..graph.protocol import Parts
 from ..toolchain import discovery as _toolchain
 
 
@@ -153,7 +154,7 @@ def server(env, c: Client, compile_argv: list[str] | None = None) -> Server:
     environment without launcher, source, output or `-c`, when one goes to the servers (its
     toolchain is packed for it)."""
     compiler = archive_of = None
-    top = env.Dir("#").get_abspath()
+    top = _nodes.abspath(env.Dir("#"))
     # The project is part of the key: the socket's name is machine-wide, and a server of
     # another project's would name that project's toolchain archive.
     parts: list = [top, c.path, c.text]
@@ -184,7 +185,7 @@ def launcher(env, target=None) -> str:
     every launcher). Read from the node: the compile's own environment may name another compiler
     (hipcc's nodes run `$OFFLOAD_HIPCC`) than the one its server was made for."""
     t = target[0] if target else None
-    return getattr(getattr(t, "attributes", None), "offload_dist_launcher", None) or "$OFFLOAD_LAUNCHER"
+    return getattr(_nodes.marks(t), "offload_dist_launcher", None) or "$OFFLOAD_LAUNCHER"
 
 
 _SERVERS: dict[tuple, Server] = {}
@@ -212,12 +213,12 @@ def say(env, flavour) -> None:
 def _device_argv(device) -> list[str]:
     """A device compile node's command as clang gets it, less launcher, `-c`, output, source and
     CUID: what its toolchain is packed for."""
-    benv = device.get_build_env()
-    cmd = benv.Override({"_OFFLOAD_LAUNCH": ""}).subst_list("$OFFLOAD_DEVICECOM", SCons.Subst.SUBST_CMD,
-                                                             target=[device], source=device.sources)[0]
+    benv = _nodes.build_env(device)
+    cmd = _actions.command_lines(_nodes.override(benv, {"_OFFLOAD_LAUNCH": ""}), "$OFFLOAD_DEVICECOM",
+                                 [device], _nodes.sources(device))[0]
     argv = _toolchain.argv_as_run(cmd, benv, _toolchain.build_env(benv))
     out, skip = [], False
-    sources = {str(s) for s in device.sources}
+    sources = {str(s) for s in _nodes.sources(device)}
     for a in argv:
         if skip:
             skip = False
@@ -238,11 +239,11 @@ def attach(env, made, flavour) -> None:
     if c is None or flavour.dist.unlaunched:
         return
     argv = None
-    parts = getattr(made[0].attributes, "offload_parts", None) or {}
-    devices = list((parts.get("devices") or {}).values())
+    parts = getattr(_nodes.marks(made[0]), "offload_parts", None) or Parts()
+    devices = list(parts.devices.values())
     if flavour.dist.packed and devices:
         argv = _device_argv(devices[0])
-    made = list(made) + devices + [n for n in (parts.get("host"),) if n is not None]
+    made = list(made) + devices + [n for n in (parts.host,) if n is not None]
     key = _env_key(env)
     earlier = _MADE.setdefault(key, [])
     srv = _SERVERS.get(key)
@@ -257,7 +258,7 @@ def attach(env, made, flavour) -> None:
     earlier.extend(made)
     env.Requires(targets, _NODES[srv.config])
     for n in targets:
-        n.attributes.offload_dist_launcher = _prefix(srv)
+        _nodes.marks(n).offload_dist_launcher = _prefix(srv)
 
 
 def _server_nodes(env, c: Client, srv: Server, argv: list[str] | None) -> list:
@@ -271,7 +272,7 @@ def _server_nodes(env, c: Client, srv: Server, argv: list[str] | None) -> list:
         _start(c, srv, penv, os.path.join(srv.folder, "status.json"))
         return 0
 
-    made = env.Command(targets, SCons.Node.Python.Value(os.path.basename(srv.folder)), SCons.Action.Action(make, "$OFFLOAD_DISTSERVERCOMSTR", varlist=[]))
+    made = env.Command(targets, _nodes.value_node(os.path.basename(srv.folder)), SCons.Action.Action(make, "$OFFLOAD_DISTSERVERCOMSTR", varlist=[]))
     # `scons -c` removes the server's folder; the server is stopped first.
     env.Clean(made, [srv.folder, os.path.dirname(srv.folder)])
     if SCons.Script.GetOption("clean"):

@@ -26,6 +26,7 @@ import types
 
 import SCons.Errors
 
+from ..scons import nodes as _nodes
 from ..dist import sccache as _dist
 from ..settings import archs as _archs
 from ..settings import languages as _languages
@@ -52,7 +53,7 @@ def flavour_for(env, lang) -> "Flavour":
 
 def of_node(n) -> "Flavour | None":
     """The flavour an object was built with, or None for an object of unknown origin."""
-    return FLAVOURS.get(getattr(n.attributes, "offload_flavour", None) or "")
+    return FLAVOURS.get(getattr(_nodes.marks(n), "offload_flavour", None) or "")
 
 
 class Runtime:
@@ -111,8 +112,8 @@ class Flavour:
     def mark(self, nodes, lang: str | None = None) -> None:
         """Mark `nodes` as objects of this flavour, of language `lang` (by default its own)."""
         for n in nodes:
-            n.attributes.offload_lang = self.language if lang is None else lang
-            n.attributes.offload_flavour = self.name
+            _nodes.marks(n).offload_lang = self.language if lang is None else lang
+            _nodes.marks(n).offload_flavour = self.name
 
     def link_flags(self, env) -> list[str]:
         """What a final or shared link of its objects adds for their runtime."""

@@ -3,8 +3,10 @@ flavour of a language record that names none (`clang`); `OffloadAddFlavour` make
 
 from __future__ import annotations
 
+from ..scons import nodes as _nodes
 from ..graph import compile as _compile
 from ..graph import host_ir as _host_ir
+from ..graph.protocol import Parts
 from ..toolchain import discovery as _toolchain
 from .base import Flavour, Runtime, register
 
@@ -45,36 +47,36 @@ class Clang(Flavour):
         # OpenMP: the host IR of this object's host compile, read by every device compile.
         ir = _compile.host_ir(env, s, None, kw, pic)[0] if _host_ir.wanted(env, kw, lang) else None
         devices = {a: _compile.device_object(env, s, a, None, kw2, ir)[0] for a in archs}
-        parts = {"host": None, "devices": devices, "package": None}
+        parts = Parts(devices=devices)
         if lang.bundled_device_code:
             extra = []
             if devices:
                 hipfb = env._OffloadHipfb(fat, list(devices.values()), **kw)
-                parts["package"] = hipfb[0]
+                parts.package = hipfb[0]
                 extra = [hipfb[0]]
             kw2 = dict(kw2, _OFFLOAD_HOST_ARCHFLAGS=" ".join(f"--offload-arch={a}" for a in archs))
             made = _compile.host_object(env, s, fat, kw2, extra_sources=extra, pic=pic)
-            parts["host"] = made[0]
+            parts.host = made[0]
         else:
             host = _compile.host_object(env, s, None, kw, pic=pic)
-            parts["host"] = host[0]
+            parts.host = host[0]
             if devices:
                 # Package and fat object: two targets of one action (run inside SCons).
                 both = env._OffloadPackageEmbed(fat, [host[0]] + list(devices.values()), _OFFLOAD_PIC=pic,
                                                 _OFFLOAD_LANG=lang.name, **kw)
-                parts["package"] = both[0]
+                parts.package = both[0]
                 made = both[1:]
             else:
                 made = host
         for n in made:
-            n.attributes.offload_parts = parts
-        parts["host"].attributes.offload_flavour = self.name  # (linked alone by a split device link)
+            _nodes.marks(n).offload_parts = parts
+        _nodes.marks(parts.host).offload_flavour = self.name  # (linked alone by a split device link)
         return made
 
     def split_parts(self, env, s, lang, archs, kw, pic):
         """(host object, {arch: device object}) of source `s` for the split device link."""
         host = _compile.host_object(env, s, None, kw, pic=pic)[0]
-        host.attributes.offload_flavour = self.name
+        _nodes.marks(host).offload_flavour = self.name
         return host, {a: _compile.device_object(env, s, a, None, kw)[0] for a in archs}
 
 

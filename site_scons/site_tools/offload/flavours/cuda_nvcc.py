@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import types
 
+from ..scons import nodes as _nodes
 from ..dist.sccache import Policy
 from ..graph.common import pic_overrides, stem
 from ..graph.nvcc import split as _nvcc
+from ..graph.protocol import Parts
 from ..insight import compdb as _compdb
 from ..toolchain import discovery as _toolchain
 from .base import Flavour, refuse_unknown
@@ -36,10 +38,10 @@ class Nvcc(Flavour):
         plan = _nvcc.plan_for(senv, o, [fat], [s])
         made = _nvcc.split_object(env, senv, s, fat, o, plan) if plan else env._OffloadNvccCompile(fat, s, **o)
         for n in made if not plan else ():
-            n.attributes.offload_parts = {"host": n, "devices": {}, "package": None}
+            _nodes.marks(n).offload_parts = Parts(host=n)
         _nvcc.clean_leftovers(env, made, fat.dir, stem(fat) + ".")
         _nvcc.mark(made, senv, o, plan)
-        _compdb.record(senv.Override(o), made, [s], "OFFLOAD_NVCCDBCOM")
+        _compdb.record(_nodes.override(senv, o), made, [s], "OFFLOAD_NVCCDBCOM")
         return made
 
     def check_archs(self, senv, archs, lang, source) -> None:

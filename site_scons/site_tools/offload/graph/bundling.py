@@ -12,6 +12,7 @@ import os
 import SCons.Errors
 import SCons.Util
 
+from ..scons import nodes as _nodes
 from ..toolchain import discovery as _toolchain
 from ..settings.archs import file_safe
 from .common import LIBRARY_VARS, PY, action, builder, canonical, node, nodes, path_word, settings
@@ -51,17 +52,17 @@ def llvm_version_flag(target, source, env, for_signature):
 
 def output_flags(target, source, env, for_signature):
     """`$_OFFLOAD_OUTPUTFLAGS`: one `-output=` word per target, whatever its name (`path_word`)."""
-    return [path_word("-output=" + t.get_path()) for t in target]
+    return [path_word("-output=" + _nodes.path(t)) for t in target]
 
 
 def input_flag(target, source, env, for_signature):
     """`-input=$SOURCE` as one word whatever the file's name (`path_word`)."""
-    return path_word("-input=" + source[0].get_path())
+    return path_word("-input=" + _nodes.path(source[0]))
 
 
 def target_tmp(target, source, env, for_signature):
     """`${TARGET}.tmp` as one word whatever the file's name (`path_word`)."""
-    return path_word(target[0].get_path() + ".tmp")
+    return path_word(_nodes.path(target[0]) + ".tmp")
 
 
 def bundle_targets(target, source, env, for_signature):
@@ -193,7 +194,7 @@ def OffloadUnbundle(env, source, target=None, **kw):
     out = []
     for s in nodes(env, source):
         out.extend(env._OffloadUnbundle(None, s, _OFFLOAD_BUNDLE_FILE=s.name, **kw))
-    return SCons.Util.NodeList(out)
+    return _nodes.node_list(out)
 
 
 def OffloadUnbundleArchive(env, source, target=None, **kw):
@@ -202,7 +203,7 @@ def OffloadUnbundleArchive(env, source, target=None, **kw):
     out = []
     for s in nodes(env, source):
         out.extend(env._OffloadUnbundleArchive(None, s, **kw))
-    return SCons.Util.NodeList(out)
+    return _nodes.node_list(out)
 
 
 def OffloadConvertArchive(env, source, target=None, to="new", **kw):
@@ -217,7 +218,7 @@ def OffloadConvertArchive(env, source, target=None, to="new", **kw):
     made = env._OffloadConvertArchive(target, srcs, OFFLOAD_CONVERT_TO=to, _OFFLOAD_CONVERT_NAMED=target is not None,
                                       **kw)
     for n in made:
-        n.attributes.offload_device_code = True
+        _nodes.marks(n).offload_device_code = True
     return made
 
 

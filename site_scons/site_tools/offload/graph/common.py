@@ -11,20 +11,18 @@ touches that one module."""
 from __future__ import annotations
 
 import os
-import sys
 
 import SCons.Action
 import SCons.Builder
 import SCons.Errors
-import SCons.Node
-import SCons.Node.FS
-import SCons.Subst
 import SCons.Util
 
 import offload_tool
 
 from ..settings import archs as _archs
 from . import consume as _consume
+from ..scons import actions as _actions
+from ..scons import nodes as _nodes
 from ..scons import signatures as _signatures
 from ..toolchain import discovery as _toolchain
 
@@ -71,39 +69,6 @@ def group_builder(report_kind: str = "", **kw) -> SCons.Builder.Builder:
     return reported(SCons.Builder.Builder(**kw), report_kind)
 
 
-class InProcessAction(_signatures.LinearSignature, SCons.Action.CommandAction):
-    """A command action whose command, when it is the tool's own helper script run by the Python
-    running SCons, runs inside the SCons process.
-
-    The command line stays what SCons shows (`scons -n`, verbose output), signs and caches; only
-    the execution skips a Python start-up per node (~0.15 s of CPU, a tenth of what a source
-    costs at 4 archs). A command the user replaced is spawned as usual."""
-
-    def __init__(self, com: str, script: str, entry, **kw):
-        super().__init__(com, **kw)
-        self.script = script
-        self.entry = entry
-
-    def execute(self, target, source, env, executor=None):
-        if executor:
-            target, source = executor.get_all_targets(), executor.get_all_sources()
-        cmd_list, ignore, _ = self.process(target, list(map(SCons.Action.rfile, source)), env, executor)
-        python = env.subst("$OFFLOAD_PYTHON")
-        argvs = [[str(a) for a in cmd] for cmd in filter(len, cmd_list)]
-        # Another interpreter may carry another offload_tool: only ours runs in-process.
-        if not (len(argvs) == 1 and argvs[0][:2] == [python, self.script] and python == sys.executable):
-            return super().execute(target, source, env, executor)
-        try:
-            status = self.entry(argvs[0][2:])
-        except Exception as exc:  # never a traceback from a library step: one line, as the CLI
-            sys.stderr.write(f"offload: error: internal error: {type(exc).__name__}: {exc}\n")
-            status = 1
-        if status and not ignore:
-            return SCons.Errors.BuildError(errstr=f"Error {status}", status=status, action=self,
-                                           command=argvs[0])
-        return 0
-
-
 #: The tool's top folder: the scripts its commands run by path (`_package_embed.py`,
 #: `_device_link.py`) and the header its compiles include (`offload_ids.h`) live there.
 TOOL_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -120,8 +85,8 @@ def package_embed_builder(com: str, **kw) -> SCons.Builder.Builder:
     `kw` are the builder's naming (suffix, emitter)."""
     # The device objects it packages are checked first (`_consume.with_device_check`).
     return builder(report_kind="package+embed", action=_consume.with_device_check(
-        InProcessAction("$" + com, PACKAGE_EMBED, _run_package_embed, cmdstr="$" + com + "STR",
-                        varlist=LIBRARY_VARS + ["_OFFLOAD_PACKAGERFLAGS"])), **kw)
+        _actions.InProcessAction("$" + com, PACKAGE_EMBED, _run_package_embed, cmdstr="$" + com + "STR",
+                                 varlist=LIBRARY_VARS + ["_OFFLOAD_PACKAGERFLAGS"])), **kw)
 
 
 # --------------------------------------------------------------------------------------------
@@ -147,7 +112,7 @@ def packager_flags(target, source, env, for_signature):
 def path_word(text: str):
     """One word of a command line that holds a file name: quoted for the shell as SCons quotes a
     node (`$SOURCE`), so blanks, quotes and `$` in a name reach the program as they are."""
-    return SCons.Subst.CmdStringHolder(text, True)
+    return _actions.word(text, True)
 
 
 def images(source) -> list[str]:
@@ -155,10 +120,10 @@ def images(source) -> list[str]:
     command line whatever its file name holds (`path_word`)."""
     out = []
     for s in source:
-        info = getattr(s.attributes, "offload_image", None)
+        info = getattr(_nodes.marks(s), "offload_image", None)
         if info is None:
             raise SCons.Errors.UserError(f"offload: '{s}' is not an OffloadDeviceObject (no arch/kind known)")
-        out.append(path_word(f"--image=file={s.get_path()},triple={info['triple']},arch={info['arch']},"
+        out.append(path_word(f"--image=file={_nodes.path(s)},triple={info['triple']},arch={info['arch']},"
                              f"kind={info['kind']}"))
     return out
 
@@ -170,12 +135,12 @@ def image_flags(target, source, env, for_signature):
 
 def input_flags(target, source, env, for_signature):
     """`$_OFFLOAD_INPUTFLAGS`: one `-input=` word per source, whatever its name (`path_word`)."""
-    return [path_word("-input=" + s.get_path()) for s in source]
+    return [path_word("-input=" + _nodes.path(s)) for s in source]
 
 
 def output_flag(target, source, env, for_signature):
     """`-output=$TARGET` as one word whatever the file's name (`path_word`)."""
-    return path_word("-output=" + target[0].get_path())
+    return path_word("-output=" + _nodes.path(target[0]))
 
 
 def compress_flag(target, source, env, for_signature):
@@ -187,7 +152,7 @@ def compress_flag(target, source, env, for_signature):
 # Node helpers
 
 def node(env, x):
-    if isinstance(x, SCons.Node.Node):
+    if _nodes.is_node(x):
         return x
     return env.File(x)
 
@@ -198,7 +163,7 @@ def nodes(env, xs) -> list:
 
 def settings(env, kw):
     """The environment the pseudo-builder reads settings from (caller's overrides applied)."""
-    return env.Override(kw) if kw else env
+    return _nodes.override(env, kw) if kw else env
 
 
 def cleaning() -> bool:
@@ -213,36 +178,13 @@ def names_when_cleaning(folder) -> list[str]:
     if not cleaning():
         return []
     try:
-        return os.listdir(folder.get_abspath())
+        return os.listdir(_nodes.abspath(folder))
     except OSError:
         return []
 
 
-def read_path(node) -> str:
-    """The file a compiler opens for `node`: the node's own file where it exists (a variant
-    directory's copy), else its source-tree file (a variant directory with `duplicate=0`), else
-    that file's copy in a `Repository` (SCons hands the compiler the repository's path, so its
-    identity and text are that file's)."""
-    path = node.get_abspath()
-    if os.path.exists(path):
-        return path
-    src = node.srcnode()
-    rfile = getattr(src, "rfile", None)
-    return (rfile() if rfile is not None else src).get_abspath()
-
-
-def command_path(node) -> str:
-    """`node` as `$SOURCE` names it in a command line: its `Repository` copy where the file is
-    only there (SCons substitutes a source's `rfile()`), else the node itself."""
-    rfile = getattr(node, "rfile", None)
-    return str(rfile() if rfile is not None else node)
-
-
-def scanned_files(target) -> list:
-    """The files besides its sources that a compile of `target` reads, as SCons's scanner found
-    them (the headers it includes), in path order."""
-    deps = getattr(target[0], "implicit", None) if target else None
-    return sorted((n for n in deps or () if isinstance(n, SCons.Node.FS.File)), key=lambda n: n.get_path())
+#: Where a compiler reads a node, how `$SOURCE` names it, the headers SCons found in it.
+read_path, command_path, scanned_files = _nodes.read_path, _nodes.command_path, _nodes.scanned_files
 
 
 def pic_overrides(senv, o: dict) -> None:
@@ -263,10 +205,10 @@ def group_env(env, overrides: dict):
     try:
         key = (id(env), _signatures.frozen(overrides))
     except TypeError:
-        return env.Override(overrides)
+        return _nodes.override(env, overrides)
     made = _GROUP_ENVS.get(key)
     if made is None:
-        made = _GROUP_ENVS[key] = env.Override(overrides)  # (holds `env`: its id stays its own)
+        made = _GROUP_ENVS[key] = _nodes.override(env, overrides)  # (holds `env`: its id stays its own)
     return made
 
 

@@ -17,11 +17,6 @@ import os
 import sys
 
 import SCons.Errors
-import SCons.Node.FS
-import SCons.Script
-import SCons.Subst
-import SCons.Tool
-import SCons.Util
 
 from offload_tool.rules import bundle_id
 from offload_tool.rules.target_id import AMDGCN_TRIPLE
@@ -35,6 +30,8 @@ from . import openmp_sources as _openmp_sources
 from ..settings import checks as _settings_check
 from ..toolchain import discovery as _toolchain
 from ..toolchain import installations as _installations
+from ..scons import actions as _actions
+from ..scons import nodes as _nodes
 from ..scons.signatures import GroupSignatureAction
 from ..settings.archs import archs_for, file_safe
 from .common import (COMPILER_VARS, LAUNCH, LIBRARY_VARS, PACKAGE_EMBED, PY, TOOL_DIR, action, builder, canonical,
@@ -78,75 +75,73 @@ COMSTRS = {
 }
 
 
-class _CompileAction(GroupSignatureAction):
-    """A host or device compile, signed once per group of nodes with the same overrides
-    (`_signatures`), plus, for a language whose offload entry names come from the source file's
-    identity (OpenMP), that identity (`_identity`): a re-created file rebuilds every compile of it
-    together, and no node of its own stands for it in every null build. When a source that was
-    compiled as OpenMP offload because of its suffix fails and it is written in CUDA or HIP, say
-    so and name the setting that fixes it (real HIP code lives in `.cpp` files; clang's own error,
-    `hip_runtime.h: Must define exactly one of __HIP_PLATFORM_AMD__ ...`, does not say why)."""
-
-    def get_contents(self, target, source, env):
-        contents = super().get_contents(target, source, env)
-        lang = _languages.LANGUAGES.get(env.get("_OFFLOAD_LANG", ""))
-        if lang is not None and lang.file_identity and source and hasattr(source[0], "srcnode"):
-            files = [_identity(source[0])] + [_identity(n) for n in scanned_files(target)]
-            contents = contents + ("\0file " + "\0file ".join(files)).encode()
-        return contents
-
-    #: Whether this compile makes a source's host side (says when an OpenMP source by its suffix
-    #: holds no target construct, `_openmp_sources`).
-    host_side = False
-
-    def execute(self, target, source, env, executor=None):
-        status = super().execute(target, source, env, executor)
-        guessed = getattr(_languages.LANGUAGES.get(env.get("_OFFLOAD_LANG", "")), "guessed_by_suffix", False)
-        if not status and self.host_side and guessed:
-            _openmp_sources.note_without_target(env, (executor.get_all_sources() if executor else source)[0],
-                                                (executor.get_all_targets() if executor else target)[0])
-        if status and guessed and not env.get("OFFLOAD_LANG"):
-            src = (executor.get_all_sources() if executor else source)[0]
-            hint = _foreign_language_hint(src)
-            if hint:
-                sys.stderr.write(f"offload: note: '{src}' was compiled as OpenMP offload (from its suffix) but "
-                                 f"looks like {hint} code; set OFFLOAD_LANG='{hint.lower()}' for it "
-                                 f"(e.g. env.OffloadObject('{src}', OFFLOAD_LANG='{hint.lower()}'))\n")
-        return status
+def _file_identities(target, source, env) -> bytes:
+    """What a compile adds to its signature, for a language whose offload entry names come from
+    the source file's identity (OpenMP): that identity and its headers' (`_identity`), so that a
+    re-created file rebuilds every compile of it together, and no node of its own stands for it
+    in every null build."""
+    lang = _languages.LANGUAGES.get(env.get("_OFFLOAD_LANG", ""))
+    if lang is not None and lang.file_identity and source and hasattr(source[0], "srcnode"):
+        files = [_identity(source[0])] + [_identity(n) for n in scanned_files(target)]
+        return ("\0file " + "\0file ".join(files)).encode()
+    return b""
 
 
-class _DeviceCompileAction(_CompileAction):
-    """A device compile. For a source whose host IR is a node of its own (OpenMP: the target's
-    `offload_host_ir`), it runs the driver's device jobs reading that IR (`_host_ir`) rather than
-    the driver command, which makes the host IR again; its signature is the driver command all
-    the same (it determines the jobs), so signing a node never asks the driver anything."""
+def _after_compile(target, source, env, status, host_side: bool = False) -> None:
+    """Once a compile returned: when a source that was compiled as OpenMP offload because of its
+    suffix fails and it is written in CUDA or HIP, say so and name the setting that fixes it (real
+    HIP code lives in `.cpp` files; clang's own error, `hip_runtime.h: Must define exactly one of
+    __HIP_PLATFORM_AMD__ ...`, does not say why); when the compile of such a source's host side
+    (`host_side`) succeeded, say when it holds no target construct (`_openmp_sources`)."""
+    guessed = getattr(_languages.LANGUAGES.get(env.get("_OFFLOAD_LANG", "")), "guessed_by_suffix", False)
+    if not status and host_side and guessed:
+        _openmp_sources.note_without_target(env, source[0], target[0])
+    if status and guessed and not env.get("OFFLOAD_LANG"):
+        src = source[0]
+        hint = _foreign_language_hint(src)
+        if hint:
+            sys.stderr.write(f"offload: note: '{src}' was compiled as OpenMP offload (from its suffix) but "
+                             f"looks like {hint} code; set OFFLOAD_LANG='{hint.lower()}' for it "
+                             f"(e.g. env.OffloadObject('{src}', OFFLOAD_LANG='{hint.lower()}'))\n")
 
-    def process(self, target, source, env, executor=None, *args, **kw):
-        cmd_list, ignore, silent = super().process(target, source, env, executor, *args, **kw)
-        if executor:
-            target, source = executor.get_all_targets(), executor.get_all_sources()
-        host_ir = getattr(target[0].attributes, "offload_host_ir", None) if target else None
-        if host_ir is None or len(cmd_list) != 1 or not source:
-            return cmd_list, ignore, silent
-        penv = _toolchain.build_env(env)
-        jobs = _host_ir.device_jobs(_toolchain.argv_as_run(cmd_list[0], env, penv), command_path(source[0]),
-                                    str(target[0]), str(host_ir), penv)
-        if jobs is None:
-            return cmd_list, ignore, silent
-        # One command line (`a && b`, as SCons runs and shows a shell command), so that a
-        # verbose build prints every job it runs.
-        line = []
-        for job in jobs:
-            line.extend(([SCons.Subst.CmdStringHolder("&&", None)] if line else []) + [_quoted(a) for a in job])
-        return [line], ignore, silent
 
-    def execute(self, target, source, env, executor=None):
-        try:
-            return super().execute(target, source, env, executor)
-        finally:
-            t = (executor.get_all_targets() if executor else target)[0]
-            if getattr(t.attributes, "offload_host_ir", None) is not None:
-                _host_ir.remove_temp(str(t))
+def _device_jobs(cmd_list, target, source, env):
+    """What a device compile runs instead of its driver command, for a source whose host IR is a
+    node of its own (OpenMP: the target's `offload_host_ir`): the driver's device jobs reading
+    that IR (`_host_ir`), since the driver command makes the host IR again; None (the command
+    itself) otherwise. Its signature is the driver command all the same (it determines the jobs),
+    so signing a node never asks the driver anything."""
+    host_ir = getattr(_nodes.marks(target[0]), "offload_host_ir", None) if target else None
+    if host_ir is None or len(cmd_list) != 1 or not source:
+        return None
+    penv = _toolchain.build_env(env)
+    jobs = _host_ir.device_jobs(_toolchain.argv_as_run(cmd_list[0], env, penv), command_path(source[0]),
+                                str(target[0]), str(host_ir), penv)
+    if jobs is None:
+        return None
+    # One command line (`a && b`, as SCons runs and shows a shell command), so that a
+    # verbose build prints every job it runs.
+    line = []
+    for job in jobs:
+        line.extend(([_actions.word("&&", None)] if line else []) + [_quoted(a) for a in job])
+    return [line]
+
+
+def _remove_host_ir_temp(target, source, env) -> None:
+    """However a device compile from the host IR ended, the temporary files of its jobs go."""
+    if getattr(_nodes.marks(target[0]), "offload_host_ir", None) is not None:
+        _host_ir.remove_temp(str(target[0]))
+
+
+def _compile_action(com: str, host_side: bool = False, device: bool = False, **kw):
+    """A host (`host_side`) or device (`device`) compile's action, signed once per group of nodes
+    with the same overrides (`scons.signatures`) plus the source's identity where the language
+    needs it (`_file_identities`), with the notes after it (`_after_compile`) and, for a device
+    compile, the jobs from the host IR (`_device_jobs`)."""
+    return _actions.CompileAction(com, contents=_file_identities,
+                                  after=functools.partial(_after_compile, host_side=host_side),
+                                  rewrite=_device_jobs if device else None,
+                                  cleanup=_remove_host_ir_temp if device else None, **kw)
 
 
 _SHELL_SPECIAL = set(" \t\n\"'\\$`;&|<>()*?[]{}~#!")
@@ -154,7 +149,7 @@ _SHELL_SPECIAL = set(" \t\n\"'\\$`;&|<>()*?[]{}~#!")
 
 def _quoted(arg: str):
     """A job argument as SCons escapes a command line's: quoted when the shell would read it."""
-    return SCons.Subst.CmdStringHolder(arg, True if _SHELL_SPECIAL.intersection(arg) else None)
+    return _actions.word(arg, True if _SHELL_SPECIAL.intersection(arg) else None)
 
 
 def _foreign_language_hint(src) -> str | None:
@@ -205,12 +200,12 @@ def _mark(**attributes):
         lang = env["_OFFLOAD_LANG"]
         # A target named from its source by the builder's suffix is an Entry until SCons decides;
         # these are files, and whatever walks the graph (progress, reports) may ask now.
-        target = [t if isinstance(t, SCons.Node.FS.File) else t.dir.File(t.name) for t in target]
+        target = [t if _nodes.is_file(t) else t.dir.File(t.name) for t in target]
         image = _image(_arch_of(env), lang) if attributes.get("image") else None
         for t in target:
-            t.attributes.offload_lang = lang
+            _nodes.marks(t).offload_lang = lang
             if image:
-                t.attributes.offload_image = dict(image)
+                _nodes.marks(t).offload_image = dict(image)
         return target, source
     return emit
 
@@ -230,7 +225,7 @@ def _package_emitter(target, source, env):
     (`.pic.pkg` position-independent), two targets of one action."""
     fat = target[-1]
     pkg = fat.dir.File(stem(fat) + (".pic.pkg" if env.get("_OFFLOAD_PIC") else ".pkg"))
-    fat.attributes.offload_lang = env["_OFFLOAD_LANG"]
+    _nodes.marks(fat).offload_lang = env["_OFFLOAD_LANG"]
     return [pkg, fat], source
 
 
@@ -240,33 +235,28 @@ def _hipfb_emitter(target, source, env):
     return [obj.dir.File(stem(obj) + ".hipfb")], source
 
 
-def _host_side(act: _CompileAction) -> _CompileAction:
-    act.host_side = True
-    return act
-
-
 def builders() -> dict:
-    scanner = SCons.Tool.CScanner
+    scanner = _actions.c_scanner()
     src_suffix = sorted({sfx for lang in _languages.LANGUAGES.values() for sfx in lang.suffixes})
     return {
-        "_OffloadHostCompile": group_builder(action=_host_side(_CompileAction("$OFFLOAD_HOSTCOM",
-                                                                              cmdstr="$OFFLOAD_HOSTCOMSTR",
-                                                                              varlist=COMPILER_VARS)),
+        "_OffloadHostCompile": group_builder(action=_compile_action("$OFFLOAD_HOSTCOM", host_side=True,
+                                                                    cmdstr="$OFFLOAD_HOSTCOMSTR",
+                                                                    varlist=COMPILER_VARS),
                                        source_scanner=scanner, suffix=_host_suffix, src_suffix=src_suffix,
                                        emitter=_mark(), report_kind="host-compile"),
         # OpenMP: the host IR (a source's compile), and the host object made from it (reads IR:
         # nothing to scan).
-        "_OffloadHostIR": group_builder(action=_host_side(_CompileAction("$OFFLOAD_HOSTIRCOM",
-                                                                         cmdstr="$OFFLOAD_HOSTIRCOMSTR",
-                                                                         varlist=COMPILER_VARS)),
+        "_OffloadHostIR": group_builder(action=_compile_action("$OFFLOAD_HOSTIRCOM", host_side=True,
+                                                               cmdstr="$OFFLOAD_HOSTIRCOMSTR",
+                                                               varlist=COMPILER_VARS),
                                         source_scanner=scanner, emitter=_mark(), report_kind="host-ir"),
         "_OffloadHostBackend": group_builder(action=GroupSignatureAction("$OFFLOAD_HOSTBACKENDCOM",
                                                                          cmdstr="$OFFLOAD_HOSTBACKENDCOMSTR",
                                                                          varlist=COMPILER_VARS),
                                              emitter=_mark(), report_kind="host-compile"),
-        "_OffloadDeviceCompile": group_builder(action=_DeviceCompileAction("$OFFLOAD_DEVICECOM",
-                                                                         cmdstr="$OFFLOAD_DEVICECOMSTR",
-                                                                         varlist=COMPILER_VARS),
+        "_OffloadDeviceCompile": group_builder(action=_compile_action("$OFFLOAD_DEVICECOM", device=True,
+                                                                      cmdstr="$OFFLOAD_DEVICECOMSTR",
+                                                                      varlist=COMPILER_VARS),
                                          source_scanner=scanner, suffix=_device_suffix, src_suffix=src_suffix,
                                          emitter=_mark(image=True), report_kind="device-compile"),
         "_OffloadNvccCompile": builder(action=action("OFFLOAD_NVCCCOM", ["_OFFLOAD_NVCC_ID"]), source_scanner=scanner,
@@ -292,14 +282,14 @@ def _file_id(node) -> tuple[int, int] | None:
     """The (st_dev, st_ino) of the file a compile reads for `node`, read once per run and node (a
     source's host and device nodes all ask), or None while it does not exist (a generated file
     not made yet: asked again later)."""
-    if not hasattr(node.attributes, "offload_file_id"):
+    if not hasattr(_nodes.marks(node), "offload_file_id"):
         path = read_path(node)
         try:
             st = os.stat(path)
         except OSError:
             return None
-        node.attributes.offload_file_id = (st.st_dev, st.st_ino)
-    return node.attributes.offload_file_id
+        _nodes.marks(node).offload_file_id = (st.st_dev, st.st_ino)
+    return _nodes.marks(node).offload_file_id
 
 
 def _identity(node) -> str:
@@ -309,7 +299,7 @@ def _identity(node) -> str:
     bytes: `git checkout`, rsync, an editor's safe write) changes this value and rebuilds every
     compile that reads it together."""
     fid = _file_id(node)
-    path = node.get_path()
+    path = _nodes.path(node)
     return f"{path} dev={fid[0]} ino={fid[1]}" if fid else f"{path} absent"
 
 
@@ -353,7 +343,7 @@ def fatbin_id(target, source, env, for_signature):
     if for_signature or len(source) < 2:
         return "0"
     try:
-        with open(source[1].get_abspath(), "rb") as f:
+        with open(_nodes.abspath(source[1]), "rb") as f:
             return hashlib.sha256(f.read()).hexdigest()[:24]
     except OSError:
         return "0"
@@ -363,7 +353,7 @@ def hipfb_targets(target, source, env, for_signature):
     """`$_OFFLOAD_HIPFB_TARGETS`: the `.hipfb` bundle's entries, the empty host one and one per
     code object (its arch, as the HIP runtime looks it up)."""
     return ",".join([bundle_id.entry_id("host", "x86_64-unknown-linux")] +
-                    [bundle_id.entry_id("hipv4", AMDGCN_TRIPLE, s.attributes.offload_image["arch"]) for s in source])
+                    [bundle_id.entry_id("hipv4", AMDGCN_TRIPLE, _nodes.marks(s).offload_image["arch"]) for s in source])
 
 
 def embed_images(target, source, env, for_signature):
@@ -379,7 +369,7 @@ def _cuid(env, node) -> str:
     explicitly: `get_path()` alone is relative to the SConscript being read, which gives the
     same word for `a/k.cu` and `b/k.cu` read from their own folders, and an absolute path for a
     variant directory's source."""
-    return hashlib.sha1(node.srcnode().get_path(env.Dir("#")).encode()).hexdigest()[:16]
+    return hashlib.sha1(_nodes.path(node.srcnode(), env.Dir("#")).encode()).hexdigest()[:16]
 
 
 def _src_flags(node, lang) -> str:
@@ -413,7 +403,7 @@ def require_clang(env):
 def request_key(env, s, target, what: str) -> str:
     """What the registry knows a compile request by: its target when the caller named one, else
     its source and what is made of it (the builder names the file)."""
-    return node(env, target).get_abspath() if target else f"{s.get_abspath()} [{what}]"
+    return _nodes.abspath(node(env, target)) if target else f"{_nodes.abspath(s)} [{what}]"
 
 
 def host_object(env, s, target, kw, extra_sources=(), pic=False):
@@ -476,7 +466,7 @@ def host_ir(env, s, target, kw, pic=False):
         _compdb.record(genv, made, [s], "OFFLOAD_HOSTIRCOM")
         return made
 
-    return registry.get(env, ir.get_abspath(), "hostir", wants(senv, lang.name, kw.get("OFFLOAD_CLANG"), kw=kw), make)
+    return registry.get(env, _nodes.abspath(ir), "hostir", wants(senv, lang.name, kw.get("OFFLOAD_CLANG"), kw=kw), make)
 
 
 def device_object(env, s, arch, target, kw, ir=None):
@@ -497,7 +487,7 @@ def device_object(env, s, arch, target, kw, ir=None):
             hir = ir if ir is not None else host_ir(env, s, None, kw)[0]
             env.Depends(made, hir)
             for n in made:
-                n.attributes.offload_host_ir = hir
+                _nodes.marks(n).offload_host_ir = hir
         _compdb.record(genv, made, [s], "OFFLOAD_DEVICECOM")
         return made
 
@@ -510,7 +500,7 @@ def OffloadHostObject(env, source, target=None, **kw):
     out = []
     for s in nodes(env, source):
         out.extend(host_object(env, s, target, kw))
-    return SCons.Util.NodeList(out)
+    return _nodes.node_list(out)
 
 
 def OffloadDeviceObject(env, source, target=None, **kw):
@@ -525,14 +515,14 @@ def OffloadDeviceObject(env, source, target=None, **kw):
     out = []
     for s in nodes(env, source):
         out.extend(device_object(env, s, canon, target, kw))
-    return SCons.Util.NodeList(out)
+    return _nodes.node_list(out)
 
 
 def OffloadPackage(env, target, source, **kw):
     """An OffloadBinary of device objects (triple/arch/kind from each OffloadDeviceObject)."""
     srcs = nodes(env, source)
     for s in srcs:
-        if getattr(s.attributes, "offload_image", None) is None:
+        if getattr(_nodes.marks(s), "offload_image", None) is None:
             raise SCons.Errors.UserError(f"offload: OffloadPackage: '{s}' is not an OffloadDeviceObject")
     return env._OffloadPackage(target, srcs, **kw)
 
@@ -542,7 +532,7 @@ def OffloadEmbed(env, target, source, **kw):
     srcs = nodes(env, source)
     if len(srcs) < 2:
         raise SCons.Errors.UserError("offload: OffloadEmbed needs [host_object, package, ...]")
-    return env._OffloadEmbed(target, srcs, _OFFLOAD_LANG=getattr(srcs[0].attributes, "offload_lang", "openmp"),
+    return env._OffloadEmbed(target, srcs, _OFFLOAD_LANG=getattr(_nodes.marks(srcs[0]), "offload_lang", "openmp"),
                              **kw)
 
 

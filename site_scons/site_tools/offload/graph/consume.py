@@ -16,6 +16,9 @@ import sys
 
 import SCons.Action
 
+from ..scons import actions as _actions
+from ..scons import nodes as _nodes
+
 __all__ = ["check_before", "check_container", "CHECK_ACTION", "check_device_object", "with_device_check"]
 
 HIPFB_SUFFIX = ".hipfb"
@@ -91,7 +94,7 @@ NVCC_RDC_OBJECT = "nvcc-rdc-object"
 def device_kind(node) -> str | None:
     """What `check_image` checks `node` as, or None when it is no per-arch device object (a host
     object, a host IR, a package)."""
-    attributes = getattr(node, "attributes", None)
+    attributes = _nodes.marks(node)
     if getattr(attributes, "offload_image", None) is not None:
         return "auto"  # a clang device object: ELF (`.o`, `.co`) or bitcode (`.bc`), by its magic
     if getattr(attributes, "offload_nvcc_rdc", None):
@@ -202,7 +205,7 @@ def _check_device_sources(target, source, env) -> int:
         kind = device_kind(s)
         if kind is None:
             continue
-        built = s.has_builder()
+        built = _nodes.has_builder(s)
         problem = check_device_object(str(s), kind, built=built)
         if problem:
             cache = drop_damaged_cache_copy(s, kind) if built else None
@@ -211,24 +214,12 @@ def _check_device_sources(target, source, env) -> int:
     return failed
 
 
-class _DeviceCheckAction(SCons.Action.FunctionAction):
-    """The check of a step's per-arch device objects, run before the step (silent). It adds
-    nothing to the step's signature: a step is not rebuilt because the tool checks its inputs."""
-
-    def get_presig(self, target, source, env, executor=None):
-        return b""
-
-    def get_contents(self, target, source, env):
-        return b""
-
-    def get_implicit_deps(self, target, source, env, executor=None):
-        return []
+#: The check of a step's per-arch device objects, run before the step (silent). It adds nothing
+#: to the step's signature: a step is not rebuilt because the tool checks its inputs.
+DEVICE_CHECK_ACTION = _actions.unsigned(_check_device_sources)
 
 
-DEVICE_CHECK_ACTION = _DeviceCheckAction(_check_device_sources, {"cmdstr": None})
-
-
-def with_device_check(act) -> SCons.Action.ListAction:
+def with_device_check(act):
     """`act` preceded by the structural check of the per-arch device objects among its sources
     (`offload_tool.ops.integrity`: headers and tables only, microseconds per object): the bundle
     of HIP code objects, nvcc's fat binary of cubins and PTX, the package of clang device
@@ -237,4 +228,4 @@ def with_device_check(act) -> SCons.Action.ListAction:
     damaged one stops the step with one line naming it and is removed (`check_device_object`),
     and so is its `CacheDir` copy when that is damaged too (`drop_damaged_cache_copy`), so the
     next build remakes it; the step's signature is the one of `act` alone."""
-    return SCons.Action.ListAction([DEVICE_CHECK_ACTION, act])
+    return _actions.sequence([DEVICE_CHECK_ACTION, act])

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import os
 
-import SCons.Node.FS
 import SCons.Util
 
+from ..scons import nodes as _nodes
 from ..toolchain import discovery as _toolchain
 
 _ARCHIVE_MEMO: dict[tuple, bool] = {}
@@ -42,11 +42,11 @@ def _archive_has_device_code(path: str) -> bool:
 def _lib_dirs(senv) -> list[str]:
     out = []
     for d in SCons.Util.flatten([senv.get("LIBPATH") or []]):
-        if isinstance(d, SCons.Node.FS.Base):
-            out.extend([d.get_abspath(), d.srcnode().get_abspath()])
+        if _nodes.is_fs_entry(d):
+            out.extend([_nodes.abspath(d), _nodes.abspath(d.srcnode())])
         else:
             p = senv.Dir(senv.subst(str(d)))
-            out.extend([p.get_abspath(), p.srcnode().get_abspath()])
+            out.extend([_nodes.abspath(p), _nodes.abspath(p.srcnode())])
     return list(dict.fromkeys(out))
 
 
@@ -63,7 +63,7 @@ def device_code_reason(senv) -> str | None:
     prefix, suffix = senv.subst("$LIBPREFIX"), senv.subst("$LIBSUFFIX")
     shsuffix = senv.subst("$SHLIBSUFFIX")
     for lib in SCons.Util.flatten([senv.get("LIBS") or []]):
-        if isinstance(lib, SCons.Node.FS.Base):
+        if _nodes.is_fs_entry(lib):
             candidates = [lib]
             label = str(lib)
         else:
@@ -78,7 +78,7 @@ def device_code_reason(senv) -> str | None:
                 for d in _lib_dirs(senv):
                     for fname in (prefix + name + shsuffix, prefix + name + suffix):
                         f = senv.File(os.path.join(d, fname))
-                        if f.has_builder() or os.path.exists(f.get_abspath()):
+                        if _nodes.has_builder(f) or os.path.exists(_nodes.abspath(f)):
                             candidates.append(f)
                 if not candidates:
                     found = _system_file(senv, prefix + name + shsuffix) or _system_file(senv, prefix + name + suffix)
@@ -86,12 +86,12 @@ def device_code_reason(senv) -> str | None:
                         return f"library '{name}' (LIBS) was not found, and may carry device code"
                     candidates = [senv.File(found)]
         first = candidates[0]
-        if getattr(first.attributes, "offload_device_code", False):
+        if getattr(_nodes.marks(first), "offload_device_code", False):
             return f"library '{label}' (LIBS) is a heterogeneous archive built here"
         if first.name.endswith(shsuffix) or shsuffix + "." in first.name:
             continue  # a shared library: its device code is never linked into this program
-        if first.has_builder():
+        if _nodes.has_builder(first):
             return f"library '{label}' (LIBS) is built in this build and may carry device code"
-        if _archive_has_device_code(first.get_abspath()):
-            return f"library '{label}' (LIBS) holds device images ({first.get_abspath()})"
+        if _archive_has_device_code(_nodes.abspath(first)):
+            return f"library '{label}' (LIBS) holds device images ({_nodes.abspath(first)})"
     return None

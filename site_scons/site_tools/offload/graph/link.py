@@ -15,10 +15,11 @@ import os
 import sys
 
 import SCons.Action
-import SCons.Scanner.Prog
 import SCons.Script
 import SCons.Util
 
+from ..scons import actions as _actions
+from ..scons import nodes as _nodes
 from ..settings import archs as _archs
 from . import compile as _compile
 from ..dist import sccache as _dist
@@ -141,10 +142,10 @@ def _write_ldscript(target, source, env):
     names), so the script's bytes must change whenever `libfoo-offload.a` does: else an edit of the
     library stops here and its consumers keep the old host and device code."""
     digest = hashlib.sha256()
-    with open(source[0].get_abspath(), "rb") as f:
+    with open(_nodes.abspath(source[0]), "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
-    with open(target[0].get_abspath(), "w", encoding="utf-8") as f:
+    with open(_nodes.abspath(target[0]), "w", encoding="utf-8") as f:
         f.write(env["_OFFLOAD_LDSCRIPT"])
         f.write(f"/* {source[0].name} sha256 {digest.hexdigest()} */\n")
     return 0
@@ -157,7 +158,7 @@ def _devicelink_emitter(target, source, env):
     program, arch = target[0], env.subst("$OFFLOAD_ARCH")
     made = program.dir.File(f"{program.name}.{file_safe(arch)}.devlink.o")
     kind = _languages.LANGUAGES[_flavours.SPLIT_DEVICE_LINK.language].offload_kind
-    made.attributes.offload_image = {"arch": arch, "triple": _archs.triple(arch), "kind": kind}
+    _nodes.marks(made).offload_image = {"arch": arch, "triple": _archs.triple(arch), "kind": kind}
     return [made], source
 
 
@@ -179,10 +180,10 @@ def builders() -> dict:
                                           action("OFFLOAD_DEVICELINKCOM", COMPILER_VARS + LIBRARY_VARS)),
                                       emitter=_devicelink_emitter, report_kind="device-link"),
         "_OffloadLink": builder(action=action("OFFLOAD_LINKCOM", COMPILER_VARS),
-                                target_scanner=SCons.Scanner.Prog.ProgramScanner(), report_kind="link",
+                                target_scanner=_actions.program_scanner(), report_kind="link",
                                 final_binary=True),
         "_OffloadShLink": builder(action=action("OFFLOAD_SHLINKCOM", COMPILER_VARS),
-                                  target_scanner=SCons.Scanner.Prog.ProgramScanner(), report_kind="link",
+                                  target_scanner=_actions.program_scanner(), report_kind="link",
                                   final_binary=True),
         "_OffloadReloc": builder(action=action("OFFLOAD_RELOCCOM", COMPILER_VARS), report_kind="relocatable-link"),
         "_OffloadAr": builder(action=action("OFFLOAD_ARCOM", []), report_kind="archive", final_binary=True),
@@ -198,7 +199,7 @@ def builders() -> dict:
 def _link_overrides(env, objs, kw, target=None) -> dict:
     senv = settings(env, kw)
     _compile.require_clang(senv)
-    known = [getattr(o.attributes, "offload_lang", "") for o in objs]
+    known = [getattr(_nodes.marks(o), "offload_lang", "") for o in objs]
     langs = sorted({lang for lang in known if lang and getattr(_languages.LANGUAGES.get(lang), "offload_kind", "")
                     is not None})  # the offload languages (no plain host objects)
     flavours = [f.name for f in _link_flavours(objs)]
@@ -295,10 +296,10 @@ def _split_parts(env, n, kw, pic):
     flavour = _flavours.of_node(n)
     if flavour is None:
         return None
-    parts = getattr(n.attributes, "offload_parts", None)
-    if flavour.split_device_link and parts and parts.get("devices") and parts.get("package") is not None \
-            and parts["package"].name.endswith(".pkg"):
-        return parts["host"], parts["devices"]
+    parts = getattr(_nodes.marks(n), "offload_parts", None)
+    if flavour.split_device_link and parts and parts.devices and parts.package is not None \
+            and parts.package.name.endswith(".pkg"):
+        return parts.host, parts.devices
     return "keep"
 
 
@@ -412,7 +413,7 @@ def OffloadArchive(env, target, source, **kw):
     objs = _objects.objects(env, source, kw)
     made = env._OffloadAr(_libname(settings(env, kw), target), objs, **kw)
     for n in made:
-        n.attributes.offload_device_code = True
+        _nodes.marks(n).offload_device_code = True
     _nvcc_link.carry(made, objs)
     return made
 
@@ -445,7 +446,7 @@ def OffloadStaticLibrary(env, target, source, **kw):
     text = ("/* GNU ld script written by the offload SCons tool: the library and its runtime. */\n"
             f"INPUT ( {' '.join(map(_script_word, [inner[0].name] + runtime))} )\n")
     script = env._OffloadLdScript(lib, inner, _OFFLOAD_LDSCRIPT=text, **kw)
-    return SCons.Util.NodeList(list(script) + list(inner) + list(reloc))
+    return _nodes.node_list(list(script) + list(inner) + list(reloc))
 
 
 PSEUDO_BUILDERS = [OffloadProgram, OffloadSharedLibrary, OffloadArchive, OffloadRelocatableObject,

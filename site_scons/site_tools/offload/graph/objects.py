@@ -9,8 +9,8 @@ flavour's last builder takes it as its target."""
 
 from __future__ import annotations
 
-import SCons.Util
 
+from ..scons import nodes as _nodes
 from ..dist import sccache as _dist
 from ..flavours import registry as _flavours
 from ..settings import languages as _languages
@@ -25,11 +25,11 @@ def OffloadObject(env, source, target=None, **kw):
     """The workhorse: host compile once + one device compile per arch + package + embed.
 
     Returns the object to link (one per source). The parts are on the node as
-    `node.attributes.offload_parts` (dict: host, devices {arch: node}, package)."""
+    `node.attributes.offload_parts` (`protocol.Parts`: host, devices {arch: node}, package)."""
     out = []
     for s in nodes(env, source):
         out.extend(offload_object(env, s, target, kw))
-    return SCons.Util.NodeList(out)
+    return _nodes.node_list(out)
 
 
 def offload_object(env, s, target, kw, pic=False):
@@ -49,7 +49,7 @@ def offload_object(env, s, target, kw, pic=False):
         _dist.attach(senv, made, flavour)
         return made
 
-    return registry.get(env, fat.get_abspath(), "object",
+    return registry.get(env, _nodes.abspath(fat), "object",
                         wants(senv, lang.name, flavour.name, lang.driver, ",".join(archs), kw=kw), make)
 
 

@@ -26,8 +26,9 @@ import os
 import re
 import sys
 
-import SCons.Tool
 
+from ..scons import actions as _actions
+from ..scons import nodes as _nodes
 from ..settings import languages as _languages
 from .common import read_path, scanned_files
 
@@ -53,10 +54,10 @@ def _scan(path: str) -> tuple[bool, list[tuple[bool, str]]]:
 
 def _include_dirs(env, node) -> list[str]:
     """The source-tree folders of `CPPPATH` as SCons's C scanner resolves them for `node`."""
-    dirs = SCons.Tool.CScanner.path(env, node.dir)
+    dirs = _actions.c_include_dirs(env, node.dir)
     out = []
     for d in dirs:
-        for p in (d.get_abspath(), d.srcnode().get_abspath()):
+        for p in (_nodes.abspath(d), _nodes.abspath(d.srcnode())):
             if p not in out:
                 out.append(p)
     return out
@@ -116,7 +117,7 @@ def gpu_language_sources(env, sources, kw: dict) -> bool:
     if _asks(env, kw):
         return False
     return any(getattr(_languages.suffix_language(n), "gpu_kernels", False)
-               or getattr(_languages.LANGUAGES.get(getattr(n.attributes, "offload_lang", None) or ""), "gpu_kernels",
+               or getattr(_languages.LANGUAGES.get(getattr(_nodes.marks(n), "offload_lang", None) or ""), "gpu_kernels",
                           False) for n in sources)
 
 
@@ -125,7 +126,7 @@ def source_kw(env, n, kw: dict, beside_gpu_sources: bool) -> dict:
     module docstring makes it a plain host source."""
     if not beside_gpu_sources or not _by_suffix_is_openmp(n) or _asks(env, kw):
         return kw
-    senv = env.Override(kw) if kw else env
+    senv = _nodes.override(env, kw) if kw else env
     if holds_target_construct(senv, n):
         return kw
     return dict(kw, OFFLOAD_LANG=_languages.HOST.name)
@@ -137,7 +138,7 @@ _noted: set[str] = set()
 def note_without_target(env, source, target) -> None:
     """Rule 2's note, once per source and build: an OpenMP offload source by its suffix alone whose
     file and scanned headers hold no target construct."""
-    path = source.srcnode().get_path()
+    path = _nodes.path(source.srcnode())
     if path in _noted or _asks(env, {}):
         return
     if any(_scan(read_path(n))[0] for n in [source] + scanned_files([target])):

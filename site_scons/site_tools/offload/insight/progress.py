@@ -34,9 +34,9 @@ import sys
 import threading
 
 import SCons.Errors
-import SCons.Node
 import SCons.Script
 
+from ..scons import nodes as _nodes
 from ..scons import hooks as _scons_hooks
 
 MODES = ("auto", "on", "off")
@@ -100,7 +100,7 @@ class Counter:
             else:
                 return
             # Its executor now: SCons lets go of an up-to-date node's executor once decided.
-            self.last_decided.append((node, _scons_hooks.action_key(node) if node.has_builder() else None))
+            self.last_decided.append((node, _scons_hooks.action_key(node) if _nodes.has_builder(node) else None))
 
     def _uncount_up_to_date(self) -> None:
         for n, key in self.last_decided:
@@ -127,7 +127,7 @@ class Counter:
     def emit(self, s: str, target, emit) -> None:
         """`emit(prefixed line)` under the counter's lock, so that lines come out in position order."""
         node = target[0] if isinstance(target, (list, tuple)) and target else target
-        key = _scons_hooks.action_key(node) if isinstance(node, SCons.Node.Node) else None
+        key = _scons_hooks.action_key(node) if _nodes.is_node(node) else None
         with self.lock:
             if key is not None and key in self.printed:
                 pos = self.printed[key]
@@ -150,7 +150,7 @@ COUNTER = Counter()
 
 def _prints_progress(node) -> bool:
     try:
-        env = node.get_build_env()
+        env = _nodes.build_env(node)
     except Exception:
         return False
     return env.get("PRINT_CMD_LINE_FUNC") is print_cmd_line and enabled(env)

@@ -36,9 +36,9 @@ import sys
 import threading
 import time
 
-import SCons.Node.FS
 import SCons.Script
 
+from ..scons import nodes as _nodes
 from ..graph.nvcc import split as _nvcc
 from . import report_page as _report_page
 from ..scons import hooks as _scons_hooks
@@ -104,7 +104,7 @@ class Recorder:
         self.seen.append(targets[0])
 
     def done(self, targets, start: float, end: float, cpu: float, status: str) -> None:
-        measured = all(t.get_build_env().get("SPAWN") is _spawn for t in targets[:1])
+        measured = all(_nodes.build_env(t).get("SPAWN") is _spawn for t in targets[:1])
         self.add(targets, start, end, cpu if measured else None, status)
 
     def lane(self) -> int:
@@ -196,7 +196,7 @@ def _is_action(node) -> bool:
     """Whether a node SCons considered is built by an action the report would time (as the
     build task times them: anything with a builder but SCons making a folder)."""
     try:
-        return node.has_builder() and not isinstance(node, SCons.Node.FS.Dir)
+        return _nodes.has_builder(node) and not _nodes.is_dir(node)
     except Exception:
         return False
 
@@ -226,24 +226,9 @@ def _measure_spawn(env) -> None:
 # --------------------------------------------------------------------------------------------
 # What an action is
 
-def _path(node) -> str:
-    get_path = getattr(node, "get_path", None)
-    return get_path() if get_path is not None else str(node)
-
-
-def _builder_name(node) -> str:
-    b = getattr(node, "builder", None)
-    if b is None:
-        return ""
-    try:
-        return b.get_name(node.env) or ""
-    except Exception:
-        return ""
-
-
-def _builder_says(node, what: str):
-    """What the node's builder says of itself for the report (`_builders.reported`), or None."""
-    return getattr(getattr(node, "builder", None), what, None)
+#: A node's path as the report shows it, the name of the builder that makes it, and what that
+#: builder says of itself for the report (`graph.common.reported`).
+_path, _builder_name, _builder_says = _nodes.shown_path, _nodes.builder_name, _nodes.builder_says
 
 
 def _final_binary(node) -> bool:
@@ -251,7 +236,7 @@ def _final_binary(node) -> bool:
 
 
 def _image_arch(node) -> str | None:
-    image = getattr(node.attributes, "offload_image", None)
+    image = getattr(_nodes.marks(node), "offload_image", None)
     return image.get("arch") if image else None
 
 
@@ -262,28 +247,28 @@ def describe(targets) -> dict:
     # The kind its builder declares; a builder that declares none (a user's) is its name, lower case.
     kind = _builder_says(t, "offload_report_kind") or name.lower() or "action"
     sources = _scons_hooks.action_sources(t)
-    arch = _image_arch(t) or (_nvcc.step_arch(t.get_build_env()) if name.startswith("_OffloadNvcc") else None)
+    arch = _image_arch(t) or (_nvcc.step_arch(_nodes.build_env(t)) if name.startswith("_OffloadNvcc") else None)
     if arch:
         archs = [arch]
     elif kind == "nvcc-compile":
-        archs = [str(a) for a in t.get_build_env().get("_OFFLOAD_NVCC_ARCHS") or []]
+        archs = [str(a) for a in _nodes.build_env(t).get("_OFFLOAD_NVCC_ARCHS") or []]
     else:  # a container of per-arch images (bundle, package) holds those archs
         archs = sorted({a for a in (_image_arch(s) for s in sources) if a})
     target = _path(t)
     # What the action is about: a compile's source, else its (last: the fat object of a
     # package+embed) target.
-    source = sources[0].srcnode().get_path() if kind in _COMPILES and sources else _path(targets[-1])
+    source = _nodes.path(sources[0].srcnode()) if kind in _COMPILES and sources else _path(targets[-1])
     slot = target.replace(file_safe(arch), "{arch}") if arch else target
     label = " ".join(x for x in (WORDS.get(kind, kind.upper()), arch, source) if x)
     size = 0
     for x in targets:
         try:
-            size += os.path.getsize(x.get_abspath())
+            size += os.path.getsize(_nodes.abspath(x))
         except OSError:
             pass
     return {"kind": kind, "builder": name, "label": label, "targets": [_path(x) for x in targets],
-            "sources": [s.get_path() for s in sources], "source": source, "arch": arch, "archs": archs,
-            "lang": getattr(t.attributes, "offload_lang", None), "slot": slot, "bytes": size}
+            "sources": [_nodes.path(s) for s in sources], "source": source, "arch": arch, "archs": archs,
+            "lang": getattr(_nodes.marks(t), "offload_lang", None), "slot": slot, "bytes": size}
 
 
 def group_of(record: dict) -> str:
@@ -441,7 +426,7 @@ def OffloadBuildReport(env, target, **kw):
     it) at the end of this build. `scons --offload-report=FILE` wins over this."""
     node = env.File(target) if isinstance(target, str) else target
     if not (SCons.Script.GetOption("clean") or SCons.Script.GetOption("question")):
-        RECORDER.activate(str(node.get_abspath()))
+        RECORDER.activate(str(_nodes.abspath(node)))
     return node
 
 

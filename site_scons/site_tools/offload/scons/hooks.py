@@ -1,28 +1,24 @@
-"""Every use of SCons's internals by the offload tool, behind one door.
+"""The uses of SCons's internals that need a version check and a fallback, behind one door.
 
-The rule. A SCons name is *public* when SCons documents it for SConscripts and tools (its man page
-and user guide): the functions and variables `SCons.Script` gives an SConscript (`Progress`,
-`GetOption`, `AddOption`, `BUILD_TARGETS`, `GetBuildFailures`, `GetLaunchDir`, ...), construction
-variables (`SPAWN`, `PRINT_CMD_LINE_FUNC`, ...) and environment methods (`subst`, `File`,
-`Entry`, `Dir('#')`, ...); the classes and helpers tools are written with, as SCons's own tools
-use them (`SCons.Action.*Action`, `SCons.Builder.Builder`, `SCons.Scanner.*`, `SCons.Errors.*`,
-`SCons.Subst`'s substitution modes, `SCons.Util`'s `CLVar`, `flatten`, `is_List`, ...;
-`SCons.Node.FS.File`/`Dir`/`Entry` for type checks); and what SCons hands the functions a tool
-gives it (actions, emitters, scanners, generators, deciders): nodes with their names, paths,
-`srcnode()`, `exists()`, `attributes`, `builder`, `sources`, `get_build_env()`, `children()`,
-`has_builder()`, `for_signature()`, and the `executor` an action's `get_presig` is passed.
-
-Everything else is *internal*: a name with a part that starts with `_` (`SCons.Script._x`,
-`node._memo`, a module's `__ENTRIES`), and SCons's machinery that no document names, which
-SCons changes between releases without notice: module state it updates while it runs
-(`SCons.Script.sconscript_reading`, `SCons.Script.Main.ProgressObject`,
+The rule. The tool's modules outside `scons/` use only SCons's public API: what SCons's reference
+manual and user guide document for SConscripts and tools, listed with where in `public_api`
+(SConscript functions such as `GetOption`, `Progress`, `GetBuildFailures`; `Action()`,
+`Builder()`, `Scanner()`; environment methods; a node's `path`, `abspath`, `srcnode()`, `dir`,
+`name`; ...). SCons calls everything else its internal API, which may change in any release, and
+`scons/` alone uses it: `nodes` (a node's other names and marks, environments with overrides, a
+decider of the tool's own), `actions` (the action classes the tool derives, command-line words,
+substitution modes, scanners), `signatures` (signatures per group of nodes), and this module,
+for the internals that are not stable enough to use without a check: module state SCons updates
+while it runs (`SCons.Script.sconscript_reading`, `SCons.Script.Main.ProgressObject`,
 `SCons.Node.Alias.default_ans`, `SCons.Node.FS.get_default_fs`), classes it instantiates itself
 (`SCons.Script.Main.BuildTask`), the default values of construction variables
 (`SCons.Platform.posix.subprocess_spawn`), another tool's module (`SCons.Tool.compilation_db`),
 the taskmaster's book-keeping (node states `SCons.Node.up_to_date`/`pending`, `get_state()`,
 `changed(allowcache=)`, `disambiguate()`, `always_build`, `prerequisites`, a node's `cached`),
-and executors fetched from nodes (`node.get_executor()`). `INTERNAL_NAMES` lists those names;
-tests/test_scons_hooks.py fails when one appears in the tool outside this module.
+executors fetched from nodes (`node.get_executor()`) and the cache's layout. `INTERNAL_NAMES`
+lists those names. tests/test_scons_hooks.py fails on a SCons name outside `public_api` anywhere
+outside `scons/`, and on an `INTERNAL_NAMES` one or a private one (`SCons.Script._x`,
+`node._memo`, a module's `__ENTRIES`) there.
 
 Each hook here
 - is installed only when its feature is asked for (the task timer only with a report,

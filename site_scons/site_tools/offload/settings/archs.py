@@ -30,6 +30,8 @@ import SCons.Util
 from offload_tool.errors import OffloadError
 from offload_tool.rules import offload_arch
 
+from ..scons import nodes as _nodes
+
 _memo: dict[tuple, list[str]] = {}
 
 #: The LLVM releases whose arch tables the library knows, newest first (`offload_arch`): where a
@@ -95,7 +97,7 @@ def _added(arch: str) -> bool:
 def raw_archs(env) -> list[str]:
     """OFFLOAD_ARCHS as a flat list of strings (a list, a comma/space separated string, or nested)."""
     value = env.get("OFFLOAD_ARCHS") or []
-    if SCons.Util.is_String(value):
+    if _nodes.is_string(value):
         value = env.subst(value)
         items = re.split(r"[,\s]+", value)
     else:

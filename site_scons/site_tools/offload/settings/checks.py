@@ -24,6 +24,7 @@ import types
 import SCons.Errors
 import SCons.Util
 
+from ..scons import nodes as _nodes
 from . import archs as _archs
 from ..scons import signatures as _signatures
 from ..toolchain import discovery as _toolchain
@@ -118,8 +119,8 @@ def archs_of_source(senv, s, lang, archs: list[str], hip_code: str | None = None
     kinds = " or ".join(_VENDOR_WORDS.get(v, v) for v in lang.vendors)
     listed = _archs.raw_archs(senv)
     if hip_code:
-        via = "" if hip_code in (s.get_abspath(), s.srcnode().get_abspath()) else \
-            f" (through '{os.path.relpath(hip_code, s.srcnode().dir.get_abspath())}')"
+        via = "" if hip_code in (_nodes.abspath(s), _nodes.abspath(s.srcnode())) else \
+            f" (through '{os.path.relpath(hip_code, _nodes.abspath(s.srcnode().dir))}')"
         have = f"OFFLOAD_ARCHS ({', '.join(listed)}) has none" if listed else "OFFLOAD_ARCHS is empty"
         why = "" if senv.get("OFFLOAD_LANG") else ", from its suffix"
         raise SCons.Errors.UserError(

@@ -20,11 +20,11 @@ import shlex
 import subprocess
 
 import SCons.Errors
-import SCons.Subst
-import SCons.Util
 
 from offload_tool.rules.target_id import DEVICE_TRIPLES
 
+from ..scons import actions as _actions
+from ..scons import nodes as _nodes
 from . import probe_cache as _probe_cache
 from .probe_cache import clang_executable  # noqa: F401  (the tool's other modules ask it here)
 
@@ -79,7 +79,7 @@ def _nvptx_bitcode_dir(*folders: str | None) -> str | None:
 def build_env(env) -> dict:
     """The process environment the build runs commands with (SCons's `env['ENV']`), as strings:
     a list is a path list, joined with `os.pathsep` as SCons joins it for the commands it runs."""
-    out = {str(k): os.pathsep.join(map(str, SCons.Util.flatten_sequence(v))) if SCons.Util.is_List(v) else str(v)
+    out = {str(k): os.pathsep.join(map(str, _nodes.flatten_sequence(v))) if _nodes.is_list(v) else str(v)
            for k, v in env["ENV"].items()}
     out.setdefault("HIP_PLATFORM", "amd")
     return out
@@ -188,7 +188,7 @@ def probe_compiler(env, command: str, clang: bool = True) -> Compiler:
 def _asked(env, command: str, path: str, penv: dict, clang: bool, queries: list[list[str]]) -> list[str | None]:
     """The answers to `queries`: kept from an earlier run of this build when the compiler's
     installation is unchanged (`_probe_cache`), else asked now (and kept)."""
-    top = env.Dir("#").get_abspath()
+    top = _nodes.abspath(env.Dir("#"))
     k = _probe_cache.key(command, path, penv, clang)
     entry = _probe_cache.load(top, k) if k else None
     if entry is not None and len(entry["answers"]) == len(queries):
@@ -227,7 +227,7 @@ def offload_archs(env, command: str, nvcc: bool = False) -> dict[str, frozenset[
     else:
         queries = [[path, f"--target={triple}", "-nogpulib", "--print-supported-cpus"] for _, triple in _CPU_TARGETS]
     penv = build_env(env)
-    top = env.Dir("#").get_abspath()
+    top = _nodes.abspath(env.Dir("#"))
     k = _probe_cache.key(command, path, penv, not nvcc, probe="offload-archs")
     entry = _probe_cache.load(top, k) if k else None
     if entry is not None and len(entry["answers"]) == len(queries):
@@ -408,7 +408,7 @@ def argv_as_run(cmd, env, penv: dict) -> list[str]:
     list): SCons escapes each word and hands the line to the shell, which removes the quoting
     (`CPPDEFINES=[('VERSION', '\\\\"1.0\\\\"')]` reaches the compiler as `-DVERSION="1.0"`). The
     shell itself splits a line that expands something (`$`, a backquote); `shlex` the others."""
-    line = " ".join(map(str, SCons.Subst.escape_list(cmd, env["ESCAPE"])))
+    line = " ".join(map(str, _actions.escaped(cmd, env)))
     if "$" not in line and "`" not in line:
         return shlex.split(line)
     run = subprocess.run(["/bin/sh", "-c", 'printf "%s\\0" ' + line], capture_output=True, env=penv, timeout=60)

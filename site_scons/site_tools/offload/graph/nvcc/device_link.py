@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import SCons.Action
 
+from ...scons import nodes as _nodes
 from ...flavours import registry as _flavours
 from ...settings import archs as _archs
 from .. import consume as _consume
@@ -142,7 +143,7 @@ PSEUDO_BUILDERS: list = []
 
 def _rdc_archs(nodes) -> list[str]:
     """The archs of the relocatable device code `nodes` carry (`offload_nvcc_rdc`), in order."""
-    return list(dict.fromkeys(a for n in nodes for a in getattr(n.attributes, "offload_nvcc_rdc", None) or []))
+    return list(dict.fromkeys(a for n in nodes for a in getattr(_nodes.marks(n), "offload_nvcc_rdc", None) or []))
 
 
 def rdc_inputs(env, objs) -> list:
@@ -152,8 +153,8 @@ def rdc_inputs(env, objs) -> list:
     if not _rdc_archs(objs):
         return []
     suffixes = (env.subst("$OBJSUFFIX"), env.subst("$SHOBJSUFFIX"), env.subst("$LIBSUFFIX"))
-    return [n for n in objs if getattr(n.attributes, "offload_nvcc_rdc", None)
-            or (not getattr(n.attributes, "offload_lang", "") and str(n).endswith(suffixes))]
+    return [n for n in objs if getattr(_nodes.marks(n), "offload_nvcc_rdc", None)
+            or (not getattr(_nodes.marks(n), "offload_lang", "") and str(n).endswith(suffixes))]
 
 
 def carry(made, objs) -> None:
@@ -162,7 +163,7 @@ def carry(made, objs) -> None:
     archs = _rdc_archs(objs)
     if archs:
         for n in made:
-            n.attributes.offload_nvcc_rdc = archs
+            _nodes.marks(n).offload_nvcc_rdc = archs
 
 
 def device_link(env, target, objs, kw, pic=False) -> list:
@@ -201,7 +202,7 @@ def device_link(env, target, objs, kw, pic=False) -> list:
     for st in plan.nvlinks:
         real = _archs.file_safe(st.real)
         cubin, regc = d.File(f"{name}.{real}.dlink.cubin"), d.File(f"{name}.{real}.dlink.reg.c")
-        files = {_INS[0]: ins, _INS[1]: [], st.outputs[0]: cubin.get_path(top), st.outputs[1]: regc.get_path(top)}
+        files = {_INS[0]: ins, _INS[1]: [], st.outputs[0]: _nodes.path(cubin, top), st.outputs[1]: _nodes.path(regc, top)}
         made = step(env._OffloadNvccNvlink, [cubin, regc], inputs, _command(st, files), _OFFLOAD_NVCC_RARCH=st.real)
         _intermediates(made)
         linked.append(made)
@@ -210,17 +211,17 @@ def device_link(env, target, objs, kw, pic=False) -> list:
     # command runs with their absolute paths, its signature holds them relative to the top.
     reg = linked[0][1]
     fatbin_c = d.File(name + ".dlink.fatbin.c")
-    files = {tmp: linked[i][0].get_path(top) for i, tmp in enumerate(plan.fatbin.inputs)}
-    files[plan.fatbin.outputs[0]] = fatbin_c.get_path(top)
+    files = {tmp: _nodes.path(linked[i][0], top) for i, tmp in enumerate(plan.fatbin.inputs)}
+    files[plan.fatbin.outputs[0]] = _nodes.path(fatbin_c, top)
     fatbin = _command(plan.fatbin, files)
     emb, reg_tmp = plan.fatbin.outputs[0], plan.nvlinks[0].outputs[1]
 
     def host(path):
-        return _command(plan.host, {_OUT: out.get_path(top), emb: path(fatbin_c), reg_tmp: path(reg)})
+        return _command(plan.host, {_OUT: _nodes.path(out, top), emb: path(fatbin_c), reg_tmp: path(reg)})
 
     # fatbinary also writes the fat binary itself beside the .c (nvcc removes it): removed too.
-    cmd = " && ".join([fatbin, "rm -f " + _word(fatbin_c.get_path(top)[:-2]), host(lambda n: n.get_abspath())])
-    sig = " && ".join([fatbin, host(lambda n: n.get_path(top))])
+    cmd = " && ".join([fatbin, "rm -f " + _word(_nodes.path(fatbin_c, top)[:-2]), host(lambda n: _nodes.abspath(n))])
+    sig = " && ".join([fatbin, host(lambda n: _nodes.path(n, top))])
     made = step(env._OffloadNvccDlinkSteps, [out, fatbin_c], [m[0] for m in linked] + [reg], cmd, sig)
     _intermediates(made[1:])
     return [made[0]]

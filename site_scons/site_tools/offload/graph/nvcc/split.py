@@ -30,19 +30,18 @@ import re
 import shlex
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 
 import SCons.Action
 import SCons.Errors
-import SCons.Scanner
 import SCons.Script
-import SCons.Subst
-import SCons.Tool
 
 from offload_tool.rules import offload_arch
 
 from .. import consume as _consume
+from ...scons import actions as _actions
+from ...scons import nodes as _nodes
+from ..protocol import Parts
 from ..common import builder, names_when_cleaning, stem
 from ...toolchain import installations as _installations
 
@@ -185,9 +184,8 @@ def shell_words(env, template: str, target=None, source=None, for_signature: boo
     `ENV`. A line that needs a shell (a command substitution) is read by one, except for a
     signature, which takes it as SCons wrote it."""
     from ...toolchain import discovery as _toolchain
-    mode = SCons.Subst.SUBST_SIG if for_signature else SCons.Subst.SUBST_CMD
-    lines = env.subst_list(template, mode, target=target, source=source)
-    line = " ".join(" ".join(map(str, SCons.Subst.escape_list(words, env["ESCAPE"]))) for words in lines)
+    lines = _actions.command_lines(env, template, target, source, for_signature)
+    line = " ".join(" ".join(map(str, _actions.escaped(words, env))) for words in lines)
     if not any(c in line for c in "$`\\'\""):
         return line.split()
     penv = _toolchain.build_env(env) if "$" in line else {}
@@ -260,9 +258,9 @@ def command_words(words) -> list:
         if w and not _SHELL_SPECIAL.intersection(w):
             out.append(w)
         elif any(c in w for c in " \t\n"):
-            out.append(SCons.Subst.Literal(w))
+            out.append(_actions.literal(w))
         else:
-            out.append(SCons.Subst.CmdStringHolder(shlex.quote(w)))
+            out.append(_actions.word(shlex.quote(w), None))
     return out
 
 
@@ -305,6 +303,9 @@ class Step:
     outputs: list[str] = field(default_factory=list)
     virtual: str = ""   # compute_NN for device preprocess/cicc; sm_NN for ptxas (`real`)
     real: str = ""
+    stub: str = ""      # the front end's `--stub_file_name` (the stub the host compile includes)
+    fatbin_c: str = ""  # cicc's `--include_file_name` (the fat binary's C file its stub includes)
+    side: str | None = None  # the fatbinary's `--embedded-fatbin` file without `.c` (None: no `.c`)
 
 
 @dataclass
@@ -472,7 +473,7 @@ def _variant_refused(env, command: str, path: str, arch: str) -> str:
     memo = (path, penv.get("PATH", ""), arch)
     if memo in _variants:
         return _variants[memo]
-    top = env.Dir("#").get_abspath()
+    top = _nodes.abspath(env.Dir("#"))
     k = _probe_cache.key(command, path, penv, False, probe=f"nvcc-arch-variant {arch}")
     entry = _probe_cache.load(top, k) if k else None
     if entry is not None and len(entry["answers"]) == 1 and isinstance(entry["answers"][0], str):
@@ -523,25 +524,8 @@ def plan_for(env, o: dict, target=None, source=None) -> Plan | None:
                   "nvcc's plan is not split per arch", "one nvcc -c per source instead", target, source)
 
 
-class from_top:
-    """While SConscripts are read, a node's name is relative to the SConscript being read; within
-    this, relative to the top directory, where SCons runs commands (as when it substitutes them).
-    `targets` get the SConscript's folder as theirs first, as a builder gives its targets: SCons
-    finds `CPPPATH`'s folders from there (`TARGET.RDirs`)."""
-
-    def __init__(self, env, targets=()):
-        self.fs, self.targets = env.fs, targets or ()
-
-    def __enter__(self):
-        self.cwd = self.fs.getcwd()
-        for t in self.targets:
-            if getattr(t, "cwd", None) is None:
-                t.cwd = self.cwd
-        self.fs.chdir(self.fs.Top, change_os_dir=False)
-        return self
-
-    def __exit__(self, *exc):
-        self.fs.chdir(self.cwd, change_os_dir=False)
+#: Within it, node names are relative to the top directory (`scons.nodes.from_top`).
+from_top = _nodes.from_top
 
 
 def dryrun(env, o: dict, template: str, parser, what: str, instead: str, target=None, source=None):
@@ -554,7 +538,7 @@ def dryrun(env, o: dict, template: str, parser, what: str, instead: str, target=
     if not split_wanted(env):
         return None
     from ...toolchain import discovery as _toolchain
-    oenv = env.Override(dict(o, _OFFLOAD_LAUNCH=""))
+    oenv = _nodes.override(env, dict(o, _OFFLOAD_LAUNCH=""))
     with from_top(env, target):
         argv = shell_words(oenv, template, target, source)
     penv = _toolchain.build_env(env)
@@ -562,7 +546,7 @@ def dryrun(env, o: dict, template: str, parser, what: str, instead: str, target=
     if key not in _plans:
         why = None
         try:
-            run = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=env.Dir("#").get_abspath(),
+            run = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=_nodes.abspath(env.Dir("#")),
                                  env=penv)
             _plans[key] = parser(run.stdout + run.stderr) if run.returncode == 0 else None
             if run.returncode:
@@ -665,7 +649,7 @@ def is_rdc(env, o: dict, plan: Plan | None) -> bool:
     (`cudafe++ --device-c`); without a plan, its flags do."""
     if plan is not None:
         return any(s.kind == "fe" and "--device-c" in s.argv for s in plan.steps)
-    flags = env.Override(o).subst("$OFFLOAD_NVCCFLAGS").split()
+    flags = _nodes.override(env, o).subst("$OFFLOAD_NVCCFLAGS").split()
     joined = [f"{a} {b}" for a, b in zip(flags, flags[1:])]
     return any(_RDC.match(f) for f in flags + joined)
 
@@ -674,7 +658,7 @@ def mark(made, env, o: dict, plan: Plan | None) -> None:
     """Record on nvcc's object what a device link needs: relocatable device code, for which archs."""
     if is_rdc(env, o, plan):
         for n in made:
-            n.attributes.offload_nvcc_rdc = list(o.get("_OFFLOAD_NVCC_ARCHS") or [])
+            _nodes.marks(n).offload_nvcc_rdc = list(o.get("_OFFLOAD_NVCC_ARCHS") or [])
 
 
 # --------------------------------------------------------------------------------------------
@@ -711,7 +695,7 @@ def _fatbin_emitter(target, source, env):
 
 def _host_emitter(target, source, env):
     obj = target[0]
-    obj.attributes.offload_lang = "cuda"
+    _nodes.marks(obj).offload_lang = "cuda"
     return [obj, _beside(obj, ".cudafe1.stub.c")], source
 
 
@@ -754,19 +738,17 @@ COMMANDS["_OFFLOAD_NVCCDB_FLAGS"] = clangd_flags
 # Sources of the steps after the front end are files nvcc's own steps wrote: their includes are
 # those steps' inputs already, so they are not scanned (a `.cudafe1.cpp` is a megabyte of
 # preprocessed text).
-_NOT_SCANNED = SCons.Scanner.ScannerBase(lambda node, env, path: [], "offload-nvcc-none")
+_NOT_SCANNED = SCons.Script.Scanner(lambda node, env, path: [], "offload-nvcc-none")
 
 
-class _StepAction(SCons.Action.CommandAction):
+def _StepAction(com: str, **kw):
     """One of nvcc's steps. Its signature is the step's command as the plan gives it, with every
     file name relative to the top directory (the source's absolute path too: a moved tree or a
     clone signs as this one does) and `__CUDA_ARCH_LIST__` left out, plus nvcc's identity,
     computed once when the node is made (`_OFFLOAD_NVCC_STEPSIG`) rather than substituted per
     node on every run: a source has two such nodes per arch and three more, and a null build
     signs them all."""
-
-    def get_contents(self, target, source, env):
-        return env["_OFFLOAD_NVCC_STEPSIG"].encode()
+    return _actions.VariableSignedAction(com, "_OFFLOAD_NVCC_STEPSIG", **kw)
 
 
 def step_arch(env) -> str | None:
@@ -791,14 +773,14 @@ def builders() -> dict:
     def b(comstr, kind, emitter, scanner=_NOT_SCANNED, record=False, check=False):
         act = _StepAction("$_OFFLOAD_NVCCSTEPCOM", cmdstr="$" + comstr)
         if record:
-            act = SCons.Action.ListAction([act, SCons.Action.Action(_record_arch_list_use, None)])
+            act = _actions.sequence([act, SCons.Action.Action(_record_arch_list_use, None)])
         if check:  # the cubins and PTX it takes, checked first (`_consume`)
             act = _consume.with_device_check(act)
         return builder(action=act, emitter=emitter, source_scanner=scanner, report_kind=kind)
 
     return {
-        "_OffloadNvccFrontEnd": b("OFFLOAD_NVCCFECOMSTR", "host-compile", _fe_emitter, SCons.Tool.CScanner, True),
-        "_OffloadNvccPreprocess": b("OFFLOAD_NVCCPPCOMSTR", "device-compile", _pp_emitter, SCons.Tool.CScanner, True),
+        "_OffloadNvccFrontEnd": b("OFFLOAD_NVCCFECOMSTR", "host-compile", _fe_emitter, _actions.c_scanner(), True),
+        "_OffloadNvccPreprocess": b("OFFLOAD_NVCCPPCOMSTR", "device-compile", _pp_emitter, _actions.c_scanner(), True),
         "_OffloadNvccDevice": b("OFFLOAD_NVCCDEVICECOMSTR", "device-compile", _device_emitter),
         "_OffloadNvccFatbinary": b("OFFLOAD_NVCCFATBINCOMSTR", "bundle", _fatbin_emitter, check=True),
         "_OffloadNvccHost": b("OFFLOAD_NVCCHOSTCOMSTR", "host-compile", _host_emitter),
@@ -894,7 +876,7 @@ def _record_arch_list_use(target, source, env):
     finally:
         if env.get("_OFFLOAD_NVCC_II_TEMP"):
             os.remove(ii)
-    with open(target[-1].get_abspath(), "w") as f:
+    with open(_nodes.abspath(target[-1]), "w") as f:
         f.write(env["_OFFLOAD_NVCC_ARCHLIST"] + "\n" if used else "")
     return 0
 
@@ -903,7 +885,7 @@ def _rerun_if_list_used(env, pp, arch_list: str) -> None:
     """Rerun the preprocess `pp` when its record (its last target) holds another arch list than
     `arch_list`."""
     try:
-        with open(pp[-1].get_abspath()) as f:
+        with open(_nodes.abspath(pp[-1])) as f:
             recorded = f.read().strip()
     except OSError:
         return             # not built yet (its output is missing, so it runs)
@@ -911,32 +893,12 @@ def _rerun_if_list_used(env, pp, arch_list: str) -> None:
         env.AlwaysBuild(pp)
 
 
-# The second this SCons run began (SCons keeps timestamps in whole seconds).
-_RUN_START = int(time.time())
-
-
-def _intermediate_changed(node, target, prev_ni, repo_node=None) -> bool:
-    """Whether a file one of nvcc's steps wrote changed for the step reading it: its timestamp
-    first, its content only when the timestamp moved (SCons's 'content-timestamp'). With the
-    default 'content' decider SCons hashes every file younger than `max_drift` (two days) on each
-    run: a null build would read the megabytes of preprocessed text per source and arch again.
-
-    SCons's timestamps are whole seconds, so a file rewritten within the second its recorded
-    timestamp names would look unchanged (two quick runs with a flag between them). A timestamp
-    recorded in the second this run began, or later, is therefore not trusted and the content is
-    compared: whatever this run writes gets a later timestamp than one recorded before it began."""
-    recorded = getattr(prev_ni, "timestamp", None)
-    size = getattr(prev_ni, "size", None)
-    # A file whose size changed changed, whatever its timestamp says (one truncated with its
-    # timestamp kept): the step reading it runs, and checks it (`_consume`).
-    if recorded is None or recorded >= _RUN_START or (size is not None and size != node.get_size()):
-        return node.changed_content(target, prev_ni)
-    return node.changed_timestamp_then_content(target, prev_ni, repo_node)
-
-
 def _intermediates(nodes) -> None:
-    for n in nodes:
-        n.Decider(_intermediate_changed)
+    """The files nvcc's steps write and its next steps read are decided changed by their
+    timestamp, then their content (`scons.nodes.decide_by_timestamp_then_content`): with the
+    default 'content' decider SCons would hash the megabytes of preprocessed text per source and
+    arch on every run."""
+    _nodes.decide_by_timestamp_then_content(nodes)
 
 
 def _out(step: Step) -> str:
@@ -953,7 +915,7 @@ def step_environment(senv, plan_env: dict[str, str]) -> dict:
 
 def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
     """The nodes of one source's compile along nvcc's plan; the object node returned. The parts
-    are on the object as `offload_parts` (host: the host compile, devices: {arch: cubin or
+    are on the object as `offload_parts` (`Parts`: host: the host compile, devices: {arch: cubin or
     PTX}, package: the fat binary).
 
     Nodes: the front end (host preprocess + `cudafe++`); per virtual arch the device preprocess
@@ -967,9 +929,9 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
     # name). The source is read as it is in the source tree (a variant directory with
     # `duplicate=0` has no copy of it), as SCons's `$SOURCE` gives it.
     top = env.Dir("#")
-    src, srcabs = s.srcnode().get_path(top), s.srcnode().get_abspath()
+    src, srcabs = _nodes.path(s.srcnode(), top), _nodes.abspath(s.srcnode())
 
-    folder = fat.dir.get_path(top)
+    folder = _nodes.path(fat.dir, top)
     folder = "" if folder == "." else folder + os.sep
 
     def path(suffix: str) -> str:
@@ -1007,7 +969,7 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
                 os.path.basename(fe_step.stub): f"{stem(fat)}.cudafe1.stub.c"}
     cmd, sig = (command(host_pp, {_out(host_pp): ii}, sign) + " && " + command(fe_step, fe_files, sign)
                 for sign in (False, True))
-    fe = step(env._OffloadNvccFrontEnd, s, cmd, sig, _OFFLOAD_NVCC_II=os.path.join(top.get_abspath(), ii),
+    fe = step(env._OffloadNvccFrontEnd, s, cmd, sig, _OFFLOAD_NVCC_II=os.path.join(_nodes.abspath(top), ii),
               _OFFLOAD_NVCC_II_TEMP=True)
     _rerun_if_list_used(env, fe, arch_list)
     _intermediates(fe)
@@ -1019,7 +981,7 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
         if st.kind == "pp":
             v = st.virtual
             pp = step(env._OffloadNvccPreprocess, s, command(st, {_out(st): path(f".{v}.cpp1.ii")}),
-                      _OFFLOAD_NVCC_VARCH=v, _OFFLOAD_NVCC_II=os.path.join(top.get_abspath(), path(f".{v}.cpp1.ii")))
+                      _OFFLOAD_NVCC_VARCH=v, _OFFLOAD_NVCC_II=os.path.join(_nodes.abspath(top), path(f".{v}.cpp1.ii")))
             _rerun_if_list_used(env, pp, arch_list)
             _intermediates(pp)
             node_of[f"ii.{v}"] = pp[0]
@@ -1053,7 +1015,7 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
         if a.startswith("--image3="):
             tmp = a.split("file=", 1)[1]
             role = _role_of(plan, tmp)
-            files[tmp] = node_of[role].get_path(top)
+            files[tmp] = _nodes.path(node_of[role], top)
             images.append(node_of[role])
             if role.startswith("ptx."):
                 devices.setdefault(role.split(".", 1)[1], node_of[role])
@@ -1064,12 +1026,12 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
 
     # Host compile: the stub nvcc would include copied to the name cudafe++ wrote into the
     # .cudafe1.cpp, then nvcc's host compile of it (the stub includes the .fatbin.c).
-    hfiles = {host_step.argv[host_step.argv.index("-o") - 1]: path(".cudafe1.cpp"), _PLAN_OUT: fat.get_path(top)}
+    hfiles = {host_step.argv[host_step.argv.index("-o") - 1]: path(".cudafe1.cpp"), _PLAN_OUT: _nodes.path(fat, top)}
     stub = path(f".{plan.host_stub_arch}.cudafe1.stub.c")
     cmd = f"cp -f {_word(stub)} {_word(path('.cudafe1.stub.c'))} && " + command(host_step, hfiles)
     made = step(env._OffloadNvccHost, [node_of["cudafe1.cpp"], node_of[f"stub.{plan.host_stub_arch}"], fatbin[0]], cmd)
     obj = made[0]
-    obj.attributes.offload_parts = {"host": obj, "devices": devices, "package": fatbin[0]}
+    _nodes.marks(obj).offload_parts = Parts(host=obj, devices=devices, package=fatbin[0])
     return [obj]
 
 

@@ -1,0 +1,196 @@
+"""SCons's actions, command-line words and scanners as the tool needs them beyond what SCons's
+manual documents, one name each.
+
+Why a door: the manual documents `Action()`, `Builder()` and `Scanner()` and what they are called
+with. The tool needs more of an action: to add to its signature (a source file's identity), to
+leave its signature alone (a check run before a step), to sign it by a text computed once (nvcc's
+steps), to run other command lines than its own (OpenMP's device jobs from the host IR), to run a
+command in-process, and to know when it ended. Those are methods of SCons's action classes
+(`process`, `execute`, `get_contents`, `get_presig`) that SCons may change without notice: here
+each is overridden once, and the tool's modules pass plain functions (`CompileAction`'s hooks).
+The words of a command line (`CmdStringHolder`), the substitution modes and the C scanner are
+SCons's internals too. tests/test_scons_hooks.py fails on such a name anywhere else."""
+
+from __future__ import annotations
+
+import sys
+
+import SCons.Action
+import SCons.Errors
+import SCons.Subst
+import SCons.Tool
+
+from . import signatures as _signatures
+
+# --------------------------------------------------------------------------------------------
+# Actions
+
+
+def sequence(actions: list):
+    """One action that runs `actions` in order (a step's pre-check, then the step); its signature
+    is theirs, joined, as `Action([a, b])` makes it."""
+    return SCons.Action.ListAction(list(actions))
+
+
+class _UnsignedFunctionAction(SCons.Action.FunctionAction):
+    """A function action that adds nothing to its step's signature and no implicit dependency."""
+
+    def get_presig(self, target, source, env, executor=None):
+        return b""
+
+    def get_contents(self, target, source, env):
+        return b""
+
+    def get_implicit_deps(self, target, source, env, executor=None):
+        return []
+
+
+def unsigned(function, cmdstr=None):
+    """An action that calls `function(target, source, env)` (shown as `cmdstr`; None: silent) and
+    is no part of the signature of the step it runs in: a check of a step's inputs, which must not
+    rebuild the step when the check itself changes."""
+    return _UnsignedFunctionAction(function, {"cmdstr": cmdstr})
+
+
+class VariableSignedAction(SCons.Action.CommandAction):
+    """A command action whose signature is the text of one construction variable of its node
+    (`signature_variable`), computed once when the node is made, rather than its command
+    substituted per node on every run (nvcc's steps: a source has several per arch, and a null
+    build signs them all)."""
+
+    def __init__(self, cmd, signature_variable: str, **kw):
+        super().__init__(cmd, **kw)
+        self.signature_variable = signature_variable
+
+    def get_contents(self, target, source, env):
+        return env[self.signature_variable].encode()
+
+
+class CompileAction(_signatures.GroupSignatureAction):
+    """A command action signed once per group of nodes with equal overrides (`signatures`), with
+    what the tool adds as plain functions of the action's targets and sources (all of them, for a
+    multi-target action):
+
+    - `contents(target, source, env) -> bytes`: added to the signature (b'': nothing);
+    - `rewrite(cmd_list, target, source, env)`: the command lines to run (and show) instead of
+      the command's own (`cmd_list`: lines of words, as SCons substituted them), or None for those;
+    - `after(target, source, env, status)`: called once the command returned (`status` 0 when it
+      succeeded), not when it raised;
+    - `cleanup(target, source, env)`: called however the command ended."""
+
+    def __init__(self, cmd, contents=None, rewrite=None, after=None, cleanup=None, **kw):
+        super().__init__(cmd, **kw)
+        self._contents, self._rewrite, self._after, self._cleanup = contents, rewrite, after, cleanup
+
+    def get_contents(self, target, source, env):
+        contents = super().get_contents(target, source, env)
+        return contents + self._contents(target, source, env) if self._contents else contents
+
+    def process(self, target, source, env, executor=None, *args, **kw):
+        cmd_list, ignore, silent = super().process(target, source, env, executor, *args, **kw)
+        if self._rewrite is None:
+            return cmd_list, ignore, silent
+        if executor:
+            target, source = executor.get_all_targets(), executor.get_all_sources()
+        lines = self._rewrite(cmd_list, target, source, env)
+        return (cmd_list if lines is None else lines), ignore, silent
+
+    def execute(self, target, source, env, executor=None):
+        try:
+            status = super().execute(target, source, env, executor)
+            if self._after:
+                self._after(*_all(target, source, executor), env, status)
+            return status
+        finally:
+            if self._cleanup:
+                self._cleanup(*_all(target, source, executor), env)
+
+
+def _all(target, source, executor):
+    """The action's targets and sources: the executor's (all of a multi-target action's) when
+    SCons passes one."""
+    return (executor.get_all_targets(), executor.get_all_sources()) if executor else (target, source)
+
+
+class InProcessAction(_signatures.LinearSignature, SCons.Action.CommandAction):
+    """A command action whose command, when it is the tool's own helper script `script` run by the
+    Python running SCons, runs inside the SCons process (`entry(arguments)`, its exit status).
+
+    The command line stays what SCons shows (`scons -n`, verbose output), signs and caches; only
+    the execution skips a Python start-up per node (~0.15 s of CPU, a tenth of what a source
+    costs at 4 archs). A command the user replaced is spawned as usual."""
+
+    def __init__(self, com: str, script: str, entry, **kw):
+        super().__init__(com, **kw)
+        self.script = script
+        self.entry = entry
+
+    def execute(self, target, source, env, executor=None):
+        if executor:
+            target, source = executor.get_all_targets(), executor.get_all_sources()
+        cmd_list, ignore, _ = self.process(target, list(map(SCons.Action.rfile, source)), env, executor)
+        python = env.subst("$OFFLOAD_PYTHON")
+        argvs = [[str(a) for a in cmd] for cmd in filter(len, cmd_list)]
+        # Another interpreter may carry another offload_tool: only ours runs in-process.
+        if not (len(argvs) == 1 and argvs[0][:2] == [python, self.script] and python == sys.executable):
+            return super().execute(target, source, env, executor)
+        try:
+            status = self.entry(argvs[0][2:])
+        except Exception as exc:  # never a traceback from a library step: one line, as the CLI
+            sys.stderr.write(f"offload: error: internal error: {type(exc).__name__}: {exc}\n")
+            status = 1
+        if status and not ignore:
+            return SCons.Errors.BuildError(errstr=f"Error {status}", status=status, action=self,
+                                           command=argvs[0])
+        return 0
+
+
+# --------------------------------------------------------------------------------------------
+# Command lines
+
+
+def word(text: str, escaped: bool | None):
+    """One word of a command line as SCons writes it: escaped for the shell by the environment's
+    `ESCAPE` when `escaped` (as `$SOURCE`'s file name: any name reaches the program as it is),
+    else quoted only when it holds a blank (`&&` stays an operator)."""
+    return SCons.Subst.CmdStringHolder(text, escaped)
+
+
+def literal(text: str):
+    """`text` as `Literal()` gives it: put on a command line as it is, quoted by SCons where it
+    holds a blank, never substituted."""
+    return SCons.Subst.Literal(text)
+
+
+def command_lines(env, template: str, target=None, source=None, for_signature: bool = False) -> list:
+    """`template` substituted as SCons substitutes a command for `target` and `source` (for its
+    signature: `$( $)` parts dropped): a list of lines, each a list of words."""
+    mode = SCons.Subst.SUBST_SIG if for_signature else SCons.Subst.SUBST_CMD
+    return env.subst_list(template, mode, target=target, source=source)
+
+
+def escaped(words, env) -> list:
+    """`words` (a line of `command_lines`) escaped for the shell as SCons escapes a line it runs."""
+    return SCons.Subst.escape_list(words, env["ESCAPE"])
+
+
+# --------------------------------------------------------------------------------------------
+# Scanners
+
+
+def c_scanner():
+    """SCons's scanner of C and C++ `#include`s, the one its `Object` builders use (the manual
+    names no scanner object of SCons's own but `DirScanner` and `SourceFileScanner`)."""
+    return SCons.Tool.CScanner
+
+
+def c_include_dirs(env, folder) -> tuple:
+    """The folders the C scanner searches for `#include`s of a file in `folder` (`CPPPATH`)."""
+    return SCons.Tool.CScanner.path(env, folder)
+
+
+def program_scanner():
+    """A scanner of a program's `LIBS` (each library file found on `LIBPATH` a dependency), as
+    SCons's `Program` builder has."""
+    import SCons.Scanner.Prog
+    return SCons.Scanner.Prog.ProgramScanner()
