@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
+sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "scons_tool")]
 
 from scons_helpers import scons_env  # noqa: E402
 import test_scons_shape_matrix as matrix  # noqa: E402

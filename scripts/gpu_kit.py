@@ -143,7 +143,7 @@ def curand_include() -> str | None:
 ROCM_BITCODE = "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode"   # Debian's rocm-device-libs
 
 #: Every program of every kit; each GPU gets those of its vendor (the others are listed as left
-#: out). The corpus modes are those of tests/test_scons_kernel_corpus.py that run a program the
+#: out). The corpus modes are those of tests/scons_tool/test_scons_kernel_corpus.py that run a program the
 #: other modes do not: OpenMP with clang 19; CUDA with nvcc (split into its steps) and with
 #: clang 22; nvcc -rdc=true for the relocatable-device-code program; HIP with clang 19 (old
 #: driver) and hipcc, and clang 19's new driver for HIP's relocatable-device-code program.

@@ -5,10 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(clang-19 clang-tools-19 lld-19 llvm-19 libomp-19-dev
-          chromium                            # tests/test_scons_insight.py renders the build report
+          chromium                            # tests/scons_tool/test_scons_insight.py renders the build report
           clang-22 clang-tools-22 lld-22 llvm-22
           hipcc rocm-device-libs
-          ccache sccache distcc redis-server    # tests/test_scons_launchers.py
+          ccache sccache distcc redis-server    # tests/servers/test_scons_launchers.py
           bubblewrap)                           # sandbox of sccache-dist's build servers (tests/sccache_dist_cluster.py)
 
 missing=()
@@ -53,7 +53,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/install-dep
     touch "$stamp"
 fi
 # clang 22's CUDA wrapper headers include cuRAND's device headers, which the CUDA toolkit here
-# lacks; PyPI's nvidia-curand has CUDA 13's (tests/test_scons_kernel_corpus.py puts them on CPPPATH).
+# lacks; PyPI's nvidia-curand has CUDA 13's (tests/scons_tool/test_scons_kernel_corpus.py puts them on CPPPATH).
 if [ ! -f .venv/lib/python3*/site-packages/nvidia/cu13/include/curand_mtgp32_kernel.h ]; then
     echo "install-deps: installing cuRAND's headers (nvidia-curand) into .venv"
     if ! .venv/bin/python -m pip install -q nvidia-curand >.venv/install-curand.log 2>&1; then

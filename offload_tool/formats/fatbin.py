@@ -3,7 +3,7 @@
 
 NVIDIA does not document the layout; everything here was derived from CUDA 13.0 output
 (`nvcc -c -gencode ...`, `nvcc -rdc=true`, linked programs, and `fatbinary --create` with every
-`--compress-mode`, `--ident`, `--cmdline`, `-g`, `-32`) and is checked by tests/test_fatbin.py
+`--compress-mode`, `--ident`, `--cmdline`, `-g`, `-32`) and is checked by tests/library/test_fatbin.py
 against freshly generated nvcc / fatbinary output.  Little-endian throughout.
 
 Fat binary header (16 bytes)::

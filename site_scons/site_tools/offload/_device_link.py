@@ -10,8 +10,8 @@ generator, run exactly as in a final link. The object that code generator writes
 wrapper then hands to its device linker (ld.lld, through clang); `-Xoffload-linker-<triple>
 --reproduce=` makes that ld.lld copy its inputs into a tar file, and OUT is that object, byte for
 byte. Given to the final link as that arch's only image, the final link's ld.lld step gives the
-device image the wrapper gives without the split (tests/test_scons_openmp.py,
-tests/test_scons_link_shapes.py).
+device image the wrapper gives without the split (tests/scons_tool/test_scons_openmp.py,
+tests/scons_tool/test_scons_link_shapes.py).
 
 Earlier versions compiled the wrapper's `-save-temps` module (`*.postopt.bc`) again with `llc`
 at the wrapper's options. That is not the wrapper's code generation: a module read back from a

@@ -9,7 +9,7 @@ needs its meaning, and a renamed word must not leave a reader behind silently. S
 do the same for the few words they share (the `compilation_db` tool's entries). The user's
 variables (`OFFLOAD_*`, no leading underscore) are documented in docs/scons-tool.md instead.
 
-tests/test_scons_protocol.py fails on a `_OFFLOAD_*` word or `offload_*` mark in the tool's source
+tests/scons_tool/test_scons_protocol.py fails on a `_OFFLOAD_*` word or `offload_*` mark in the tool's source
 that is not declared here, and on one declared here that no module uses. Imports nothing of the
 tool, so any module may import it (`Parts`)."""
 

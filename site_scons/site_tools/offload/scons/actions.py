@@ -9,7 +9,7 @@ command in-process, and to know when it ended. Those are methods of SCons's acti
 (`process`, `execute`, `get_contents`, `get_presig`) that SCons may change without notice: here
 each is overridden once, and the tool's modules pass plain functions (`CompileAction`'s hooks).
 The words of a command line (`CmdStringHolder`), the substitution modes and the C scanner are
-SCons's internals too. tests/test_scons_hooks.py fails on such a name anywhere else."""
+SCons's internals too. tests/scons_tool/test_scons_hooks.py fails on such a name anywhere else."""
 
 from __future__ import annotations
 

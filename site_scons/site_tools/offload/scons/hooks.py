@@ -16,7 +16,7 @@ while it runs (`SCons.Script.sconscript_reading`, `SCons.Script.Main.ProgressObj
 the taskmaster's book-keeping (node states `SCons.Node.up_to_date`/`pending`, `get_state()`,
 `changed(allowcache=)`, `disambiguate()`, `always_build`, `prerequisites`, a node's `cached`),
 executors fetched from nodes (`node.get_executor()`) and the cache's layout. `INTERNAL_NAMES`
-lists those names. tests/test_scons_hooks.py fails on a SCons name outside `public_api` anywhere
+lists those names. tests/scons_tool/test_scons_hooks.py fails on a SCons name outside `public_api` anywhere
 outside `scons/`, and on an `INTERNAL_NAMES` one or a private one (`SCons.Script._x`,
 `node._memo`, a module's `__ENTRIES`) there.
 
@@ -40,8 +40,8 @@ Each hook here
 | `cache_dir_in_use` | an environment's `get_CacheDir()`, its `is_enabled()` | build report: `--cache-disable` in the commands that record missing timings only where a `CacheDir` is set | `--cache-disable` is always given |
 | `compilation_db_record` | `compilation_db`'s `make_emit_compilation_DB_entry` (4.5-4.8), `__COMPILATION_DB_ENTRIES` (later) | our compiles in `compile_commands.json` | they are left out of it |
 
-Tested with the oldest SCons supported (tests/test_scons_min_version.py) and the newest installed,
-and each fallback with its name taken away (tests/test_scons_hooks.py)."""
+Tested with the oldest SCons supported (tests/scons_tool/test_scons_min_version.py) and the newest installed,
+and each fallback with its name taken away (tests/scons_tool/test_scons_hooks.py)."""
 
 from __future__ import annotations
 
@@ -373,9 +373,9 @@ def compilation_db_record(env, targets, source, com: str) -> bool:
     """Record the compiles of `targets` from `source` (command `$com`) as SCons's `compilation_db`
     tool records its own; False, said once, where that tool's form is not one known:
     - SCons 4.5 to 4.8 expose the emitter factory `make_emit_compilation_DB_entry(comstr)`, whose
-      emitter makes an entry node (tests/test_scons_min_version.py);
+      emitter makes an entry node (tests/scons_tool/test_scons_min_version.py);
     - later releases keep `(target, source, env, action)` tuples in the module list
-      `__COMPILATION_DB_ENTRIES` (tests/test_scons_openmp.py)."""
+      `__COMPILATION_DB_ENTRIES` (tests/scons_tool/test_scons_openmp.py)."""
     cdb = _module("SCons.Tool.compilation_db")
     make_emitter = getattr(cdb, "make_emit_compilation_DB_entry", None)
     if supported() and callable(make_emitter):

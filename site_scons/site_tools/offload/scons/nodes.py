@@ -8,7 +8,7 @@ builder makes it, the environment it is built in, the headers SCons found in it,
 it (`attributes`), environments with overrides (`Override`), and, for nvcc's intermediate files, a
 decider of its own. SCons's own tools use these names, and they have not changed from 4.5 to 4.11,
 but SCons may change them without notice: here they are written once, so a change of SCons is
-mended in one module, and tests/test_scons_hooks.py fails on such a name anywhere else."""
+mended in one module, and tests/scons_tool/test_scons_hooks.py fails on such a name anywhere else."""
 
 from __future__ import annotations
 

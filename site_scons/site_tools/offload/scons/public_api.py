@@ -7,7 +7,7 @@ Why: SCons says that what its manual documents is its public API, with long-term
 guarantees, and that the rest (its "internal API", however much of it its own tools use) may
 change in any release. So the tool uses the rest only in `scons/`, where each use is written
 once, checked against the SCons versions supported and given a fallback where it may fail
-(`hooks`), and everywhere else only the names below. tests/test_scons_hooks.py reads every SCons
+(`hooks`), and everywhere else only the names below. tests/scons_tool/test_scons_hooks.py reads every SCons
 name the tool's other modules use (module attributes, attributes and methods of the nodes,
 environments and builders SCons hands them, classes derived from SCons's) and fails on one that is
 not here; it also checks that each alias below is the documented object.

@@ -18,7 +18,7 @@ are read (environments may still change then; `_scons_hooks.reading_sconscripts`
 "yes", said once, where this SCons cannot tell: every node is then signed by SCons itself).
 
 The texts follow SCons's own `CommandAction.get_presig` and `ActionBase.get_contents` (presig,
-then each `varlist` value); tests/test_scons_tool.py compares them with SCons's for every
+then each `varlist` value); tests/scons_tool/test_scons_tool.py compares them with SCons's for every
 language, with the SCons installed, so a release that changes that layout fails there.
 
 A link, device link or carrier lists every object of a program: at 1,000 sources x 4 archs their

@@ -157,7 +157,7 @@ def test_static_libraries_of_rdc_code_link_and_run(tmp_path):
 def test_unrecognised_device_link_plan_falls_back_with_one_note(tmp_path):
     """An nvcc whose `--dryrun -dlink` has a step the parser does not know: one note, and one
     `nvcc -dlink`. (The fake is a script around nvcc, so the compiles go through it whole too:
-    tests/test_scons_nvcc_shapes.py.)"""
+    tests/scons_tool/test_scons_nvcc_shapes.py.)"""
     real = need_tool("nvcc")
     p = _project(tmp_path / "p")
     fake = tmp_path / "nvcc"
@@ -179,7 +179,8 @@ def test_parse_recognises_cuda_13_device_link_plan():
     nvcc = need_tool("nvcc")
     import sys
     sys.path.insert(0, str(__import__("scons_helpers").REPO / "site_scons"))
-    from site_tools.offload import _nvcc, _nvcc_link
+    from site_tools.offload import _nvcc_link
+    from site_tools.offload.graph.nvcc import plan as _nvcc
     cp = subprocess.run([nvcc, "--dryrun", "-dlink", "-o", _nvcc_link._OUT, "-gencode", "arch=compute_80,code=sm_80",
                          "-gencode", "arch=compute_90,code=[sm_90,compute_90]", *_nvcc_link._INS],
                         capture_output=True, text=True, timeout=60)

@@ -98,7 +98,7 @@ PYTHON_NAMES = _python_names()
 OWN_NAMES = {
     "command": "toolchain.discovery.Compiler.command (the command line that runs a compiler)",
     "config": "dist.sccache.Server.config (an sccache server's configuration file)",
-    "env": "the nvcc plans' `env` (graph.nvcc.split.Plan, graph.nvcc.device_link.LinkPlan)",
+    "env": "the nvcc plans' `env` (graph.nvcc.plan.Plan, graph.nvcc.device_link.LinkPlan)",
     "jobs": "graph.host_ir's plan of the driver's device jobs",
     "key": "graph.common's registry entries",
     "lock": "insight.progress / insight.report: their own locks",

@@ -24,7 +24,7 @@ from offload_tool.errors import BudgetError, OffloadError
 from offload_tool.ops.extract import find_offload_images
 from offload_tool.ops.inspector import inspect_buffer
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository
 ADDRESS_SPACE = 512 << 20
 CPU_SECONDS = 20
 PEAK_RSS = 256 << 20

@@ -177,7 +177,7 @@ def test_variant_nvcc_does_not_build_is_one_clear_error(tmp_path, mode, archs, b
 def test_parse_names_each_device_preprocess_after_its_cicc_arch():
     nvcc = need_tool("nvcc")
     sys.path.insert(0, str(REPO / "site_scons"))
-    from site_tools.offload import _nvcc
+    from site_tools.offload.graph.nvcc import plan as _nvcc
 
     def plan_text(*gencode):
         cp = subprocess.run([nvcc, "--dryrun", "-c", "-o", _nvcc._PLAN_OUT,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import need_tool, run
+from conftest import REPO, need_tool, run
 from offload_tool.formats import ccob
 from offload_tool.formats.bundle import BundleEntry, read_binary_bundle, write_binary_bundle
 from offload_tool.errors import CompressionError, OffloadError, UsageError
@@ -269,7 +269,7 @@ def _cli(tmp_path, *args, env_budget=None):
     import sys
 
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent) + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env.pop("OFFLOAD_TOOL_BUDGET", None)
     if env_budget:
         env["OFFLOAD_TOOL_BUDGET"] = env_budget

@@ -187,7 +187,7 @@ def test_object_equals_one_nvcc_compile(tmp_path, ptx):
 def test_parse_recognises_cuda_13_plan_and_refuses_other_shapes():
     nvcc = need_tool("nvcc")
     sys.path.insert(0, str(__import__("scons_helpers").REPO / "site_scons"))
-    from site_tools.offload import _nvcc
+    from site_tools.offload.graph.nvcc import plan as _nvcc
     cp = subprocess.run([nvcc, "--dryrun", "-c", "-o", _nvcc._PLAN_OUT, "-gencode", "arch=compute_80,code=sm_80",
                          "-gencode", "arch=compute_90,code=[sm_90,compute_90]", _nvcc._PLAN_SRC],
                         capture_output=True, text=True, timeout=60)
@@ -267,7 +267,7 @@ def test_arch_list_use_follows_the_files_the_preprocess_read(tmp_path):
     """The record of a preprocess: the list it used when a file named in its line markers, or
     another option, names __CUDA_ARCH_LIST__; otherwise none."""
     sys.path.insert(0, str(__import__("scons_helpers").REPO / "site_scons"))
-    from site_tools.offload import _nvcc
+    from site_tools.offload.graph.nvcc import arch_list as _nvcc
     plain, naming = tmp_path / "plain.h", tmp_path / "ns.h"
     plain.write_text("int f(void);\n")
     naming.write_text("#define NS_NAME SM_ ## __CUDA_ARCH_LIST__\n")
@@ -308,7 +308,7 @@ def test_sources_in_a_variant_directory_without_copies(tmp_path):
 RACE_SCONSTRUCT = """
 import os, sys
 sys.path.insert(0, {site_tools!r})
-from offload.graph.nvcc.split import _intermediates
+from offload.graph.nvcc.steps import _intermediates
 env = Environment(tools=[])
 stamp = int(ARGUMENTS['stamp'])
 def write(target, source, env):

@@ -52,7 +52,7 @@ Environment notes, checked on Debian 12 with these packages:
   cells are skipped with what to install.
 - clang 22 cannot compile against CUDA 13's headers (`__clang_cuda_runtime_wrapper.h` includes
   `curand_mtgp32_kernel.h`, which this CUDA does not have), so the CUDA-with-clang-22 mode builds
-  header-less (`-nocudainc -nocudalib`, as tests/test_scons_gpu.py does) with the few runtime
+  header-less (`-nocudainc -nocudalib`, as tests/scons_tool/test_scons_gpu.py does) with the few runtime
   declarations the sources use (`common/cuda_compat.h`); nvcc gets `<cuda_runtime.h>`.
 - No GPU is needed: OpenMP programs fall back to the host, CUDA / HIP sources check
   `cudaMalloc` / `hipMalloc` and compute on the host when it fails.

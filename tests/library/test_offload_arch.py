@@ -13,7 +13,7 @@ from offload_tool.ops import cost, verify
 from offload_tool.rules import bundle_id, offload_arch
 from offload_tool.rules.target_id import TargetIDError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("arch, vendor", [

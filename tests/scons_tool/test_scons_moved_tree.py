@@ -1,6 +1,6 @@
 """A tree moved to another folder, or cloned elsewhere, is up to date for the clang graphs too:
 the per-source `-cuid` of CUDA and HIP compiles is named from the top directory, in SConscripts
-of subfolders and in variant directories alike (nvcc's steps: tests/test_scons_nvcc_moved.py)."""
+of subfolders and in variant directories alike (nvcc's steps: tests/scons_tool/test_scons_nvcc_moved.py)."""
 
 from __future__ import annotations
 

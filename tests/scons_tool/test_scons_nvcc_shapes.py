@@ -350,7 +350,7 @@ def test_sh_words_reads_a_line_as_the_shell_does():
     import subprocess
     import sys
     sys.path.insert(0, str(__import__("scons_helpers").REPO / "site_scons"))
-    from site_tools.offload import _nvcc
+    from site_tools.offload.graph.nvcc import shell_words as _nvcc
     variables = {"X": "1 2", "E": "", "CICC_PATH": "/c p"}
     lines = ['a b', '"a b" c', "'x y'z", 'a\\ b', '"q\\"r"', '"$X"', '$X', 'a$X b', '"$CICC_PATH/cicc" -arch x',
              'x$E y', '"-DV=\\"1,2\\""', '-D "A=\\"b $X\\""', 'a\\$b', '"a\\$b"', '"a\\b"', "a'b c'd", '$ x', '"$"',
