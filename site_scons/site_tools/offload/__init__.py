@@ -35,7 +35,7 @@ from .dist import sccache as _dist
 from .flavours import registry as _flavours
 from .settings import languages as _languages
 from .graph import link as _link
-from .graph.nvcc import split as _nvcc
+from .graph.nvcc import builders as _nvcc
 from .graph.nvcc import device_link as _nvcc_link
 from .graph import objects as _objects
 from .insight import progress as _progress

@@ -1,4 +1,4 @@
-"""`cuda-nvcc`: CUDA with nvcc: the steps of its `--dryrun` as nodes per arch (`graph.nvcc.split`),
+"""`cuda-nvcc`: CUDA with nvcc: the steps of its `--dryrun` as nodes per arch (`graph.nvcc.steps`),
 else one compile per source with a `-gencode` per arch; objects of relocatable device code are
 marked for nvcc's device link (`graph.nvcc.device_link`), whose object is this flavour's too. Its
 objects need libcudart."""
@@ -10,7 +10,10 @@ import types
 from ..scons import nodes as _nodes
 from ..dist.sccache import Policy
 from ..graph.common import pic_overrides, stem
-from ..graph.nvcc import split as _nvcc
+from ..graph.nvcc import cleaning as _nvcc_cleaning
+from ..graph.nvcc import plan as _nvcc_plan
+from ..graph.nvcc import rdc as _nvcc_rdc
+from ..graph.nvcc import steps as _nvcc_steps
 from ..graph.protocol import Parts
 from ..insight import compdb as _compdb
 from ..toolchain import discovery as _toolchain
@@ -35,12 +38,12 @@ class Nvcc(Flavour):
         o = dict(kw, _OFFLOAD_NVCC_ARCHS=list(archs), _OFFLOAD_LANG=self.language)
         if pic:
             pic_overrides(senv, o)
-        plan = _nvcc.plan_for(senv, o, [fat], [s])
-        made = _nvcc.split_object(env, senv, s, fat, o, plan) if plan else env._OffloadNvccCompile(fat, s, **o)
+        plan = _nvcc_plan.plan_for(senv, o, [fat], [s])
+        made = _nvcc_steps.split_object(env, senv, s, fat, o, plan) if plan else env._OffloadNvccCompile(fat, s, **o)
         for n in made if not plan else ():
             _nodes.marks(n).offload_parts = Parts(host=n)
-        _nvcc.clean_leftovers(env, made, fat.dir, stem(fat) + ".")
-        _nvcc.mark(made, senv, o, plan)
+        _nvcc_cleaning.clean_leftovers(env, made, fat.dir, stem(fat) + ".")
+        _nvcc_rdc.mark(made, senv, o, plan)
         _compdb.record(_nodes.override(senv, o), made, [s], "OFFLOAD_NVCCDBCOM")
         return made
 

@@ -39,7 +39,7 @@ import time
 import SCons.Script
 
 from ..scons import nodes as _nodes
-from ..graph.nvcc import split as _nvcc
+from ..graph.nvcc import builders as _nvcc
 from . import report_page as _report_page
 from ..scons import hooks as _scons_hooks
 from ..settings.archs import file_safe

@@ -32,13 +32,19 @@ from ...scons import nodes as _nodes
 from ...flavours import registry as _flavours
 from ...settings import archs as _archs
 from .. import consume as _consume
-from . import split as _nvcc
+from . import cleaning as _nvcc_cleaning
+from . import flags as _nvcc_flags
+from . import plan as _nvcc_plan
+from . import steps as _nvcc_steps
+from .shell_words import shell_words
 from ..common import builder, pic_overrides, settings
-from .split import Step, _Shape, _command, _is_host_cc, _intermediates, _StepAction, _step_signature, _word
+from .builders import _StepAction
+from .plan import Step, _Shape, _is_host_cc
+from .steps import _command, _intermediates, _step_signature, _word
 
 _OUT = "offload_nvcc_plan_dlink.o"
 _INS = ("offload_nvcc_plan_in1.o", "offload_nvcc_plan_in2.o")   # two, to see where a step puts its inputs
-_TMP = _nvcc.temporaries("offload_nvcc_plan_dlink")
+_TMP = _nvcc_plan.temporaries("offload_nvcc_plan_dlink")
 
 COMMANDS = {
     "_OFFLOAD_NVCCDLINKSTEPCOM": "$_OFFLOAD_NVCC_STEP",
@@ -56,8 +62,8 @@ COMSTRS = {
 def _dlink_flags(target, source, env, for_signature) -> str:
     """`$OFFLOAD_NVCCFLAGS` as `nvcc -dlink` takes them: without the compile-mode options (`-c`,
     `-dc`, which nvcc refuses next to `-dlink`)."""
-    flags = _nvcc.shell_words(env, "$OFFLOAD_NVCCFLAGS", target, source, for_signature)
-    return _nvcc.command_words(f for f in flags if f not in ("-c", "--compile", "-dc", "--device-c"))
+    flags = shell_words(env, "$OFFLOAD_NVCCFLAGS", target, source, for_signature)
+    return _nvcc_flags.command_words(f for f in flags if f not in ("-c", "--compile", "-dc", "--device-c"))
 
 
 COMMANDS["_OFFLOAD_NVCC_DLINKFLAGS"] = _dlink_flags
@@ -79,7 +85,7 @@ class LinkPlan:
 
 def parse(text: str) -> LinkPlan:
     """The graph plan of `nvcc --dryrun -dlink` output, or `_Shape` naming what is not recognised."""
-    env, argvs = _nvcc.plan_lines(text)
+    env, argvs = _nvcc_plan.plan_lines(text)
     nvlinks, fatbins, hosts = [], [], []
     for argv in argvs:
         base = os.path.basename(argv[0])
@@ -89,14 +95,14 @@ def parse(text: str) -> LinkPlan:
             at = [i for i, a in enumerate(argv) if a in _INS]
             if not real or not _TMP.fullmatch(reg) or len(at) != 2 or at[1] != at[0] + 1:
                 raise _Shape("an nvlink step without an --arch, its register file and the link's inputs in a row")
-            nvlinks.append(Step(kind="nvlink", argv=argv, real=real, outputs=[_nvcc._opt(argv, "-o"), reg]))
+            nvlinks.append(Step(kind="nvlink", argv=argv, real=real, outputs=[_nvcc_plan._opt(argv, "-o"), reg]))
         elif base == "fatbinary" and "-link" in argv:
             images = [a.split("file=", 1)[1] for a in argv if a.startswith("--image3=")]
             emb = next((a.split("=", 1)[1] for a in argv if a.startswith("--embedded-fatbin=")), "")
             if not emb.endswith(".c"):
                 raise _Shape("a fatbinary step without its --embedded-fatbin")
             fatbins.append(Step(kind="fatbin", argv=argv, inputs=images, outputs=[emb]))
-        elif _is_host_cc(argv[0]) and "-c" in argv and _nvcc._opt(argv, "-o") == _OUT:
+        elif _is_host_cc(argv[0]) and "-c" in argv and _nvcc_plan._opt(argv, "-o") == _OUT:
             hosts.append(Step(kind="host", argv=argv))
         else:
             raise _Shape(f"an unknown step '{base}'")
@@ -112,7 +118,7 @@ def parse(text: str) -> LinkPlan:
 
 
 def plan_for(env, o: dict, target=None, source=None) -> LinkPlan | None:
-    return _nvcc.dryrun(env, o, "$OFFLOAD_NVCC --dryrun -dlink -o " + _OUT + " $_OFFLOAD_NVCC_GENCODE "
+    return _nvcc_plan.dryrun(env, o, "$OFFLOAD_NVCC --dryrun -dlink -o " + _OUT + " $_OFFLOAD_NVCC_GENCODE "
                         "$_OFFLOAD_NVCC_DLINKFLAGS $_OFFLOAD_NVCC_HOSTFLAGS " + " ".join(_INS), parse,
                         "nvcc's device link is not split per arch", "one nvcc -dlink instead", target, source)
 
@@ -182,16 +188,16 @@ def device_link(env, target, objs, kw, pic=False) -> list:
     out = d.File(name + ".dlink.o")
     plan = plan_for(senv, o, [out], inputs)
     flavour.mark([out])   # a CUDA link's input (its runtime, no OpenMP's)
-    _nvcc.clean_leftovers(env, [out], d, name + ".", _STEP_FILES)
+    _nvcc_cleaning.clean_leftovers(env, [out], d, name + ".", _STEP_FILES)
     if plan is None:
         return list(env._OffloadNvccDlink(out, inputs, **o))
-    step_env = _nvcc.step_environment(senv, plan.env)
+    step_env = _nvcc_steps.step_environment(senv, plan.env)
     nvcc_id = senv.subst("$_OFFLOAD_NVCC_ID")
     base = dict(o, ENV=step_env, _OFFLOAD_NVCC_PROGRAM=str(target).replace("$", "$$"))
     # File names relative to the top directory, where SCons runs commands, written into the
     # commands (quoted: any file name); the inputs as SCons's `$SOURCES` gives them.
     top = env.Dir("#")
-    with _nvcc.from_top(env):
+    with _nvcc_plan.from_top(env):
         ins = [str(n) for n in inputs]
 
     def step(b, t, sources, cmd: str, sig: str | None = None, **more):
