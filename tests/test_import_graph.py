@@ -143,3 +143,28 @@ def test_every_package_of_the_scons_tool_is_installed():
     listed = set(tomllib.loads((TOOL.parents[2] / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     packages = {".".join(("offload_scons", *p.parent.relative_to(TOOL.parent).parts)) for p in TOOL.rglob("__init__.py")}
     assert packages <= listed, sorted(packages - listed)
+
+
+def test_docs_architecture_has_a_row_for_every_module_of_the_scons_tool():
+    """docs/architecture.md's module table of the SCons tool matches the tree: every module has a
+    row (a row may name several modules of one package: `flavours/openmp_clang.py`, `cuda_clang.py`),
+    and every module a row names exists."""
+    import re
+    text = (TOOL.parents[2] / "docs" / "architecture.md").read_text()
+    section = text[text.index("## The SCons tool"):text.index("### Where do I change X (SCons tool)")]
+    named = set()
+    for row in section.splitlines():
+        m = re.match(r"^\| (`[^|]+`) \|", row)
+        if not m:
+            continue
+        folder = ""
+        for word in re.findall(r"`([a-z_/]+\.py)`", m.group(1)):
+            if "/" in word:
+                folder = word.rsplit("/", 1)[0] + "/"
+                named.add(word)
+            else:
+                named.add(folder + word)
+    modules = {str(p.relative_to(TOOL)) for p in TOOL.rglob("*.py")
+               if p.name != "__init__.py" or p.parent == TOOL or p.parent.name == "nvcc"}
+    assert modules - named == set(), sorted(modules - named)
+    assert named - modules == set(), sorted(named - modules)
