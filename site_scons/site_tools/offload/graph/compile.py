@@ -330,9 +330,6 @@ def source_id_flags(target, source, env, for_signature):
     return _source_id_flag(target, source[0])
 
 
-COMMANDS["_OFFLOAD_SOURCE_ID"] = source_id_flags  # a default like the commands (never overridden per node)
-
-
 ID_HEADER = os.path.join(TOOL_DIR, "offload_ids.h")
 
 

@@ -65,7 +65,7 @@ COMSTRS = {
 }
 
 
-def _link_flags(target, source, env, for_signature):
+def link_flags(target, source, env, for_signature):
     """Offload flags of a final or relocatable link. With OpenMP objects (or objects of unknown
     origin): the OpenMP runtime and device runtime for every linked arch. Without: a CUDA / HIP
     link as clang does it (`--offload-link`, no OpenMP runtime); plus the runtimes of the objects'
@@ -98,12 +98,9 @@ def _link_flags(target, source, env, for_signature):
     return " ".join(flags)
 
 
-COMMANDS["_OFFLOAD_LINKFLAGS"] = _link_flags
-
-
 def link_jobs():
     """Default of `OFFLOAD_LINK_JOBS`: `scons -jN`'s N, how many device links clang-linker-wrapper
-    may run at once (`_link_flags` calls it)."""
+    may run at once (`link_flags` calls it)."""
     try:
         return int(SCons.Script.GetOption("num_jobs") or 1)
     except (AttributeError, TypeError, ValueError):

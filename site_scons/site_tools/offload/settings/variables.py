@@ -20,6 +20,8 @@ from ..graph import compile as _compile
 from . import languages as _languages
 from ..dist import launchers as _launchers
 from ..graph import link as _link
+from ..graph.nvcc import device_link as _nvcc_link
+from ..graph.nvcc import flags as _nvcc_flags
 from ..toolchain import discovery as _toolchain
 from ..toolchain import installations as _installations
 
@@ -53,6 +55,15 @@ CALLABLES = {
     "_OFFLOAD_BUNDLETYPE": _bundling.bundle_type,
     "_OFFLOAD_VERIFY_CMDS": _bundling.verify_cmds,
     "_OFFLOAD_DEVICE_RUNTIME": _link.device_runtime_flags,
+    "_OFFLOAD_LINKFLAGS": _link.link_flags,
+    "_OFFLOAD_SOURCE_ID": _compile.source_id_flags,
+    "_OFFLOAD_NVCCDB_FLAGS": _nvcc_flags.clangd_flags,
+    "_OFFLOAD_NVCC_GENCODE": _nvcc_flags.nvcc_gencode,
+    "_OFFLOAD_NVCC_HOSTFLAGS": _nvcc_flags.nvcc_host_flags,
+    "_OFFLOAD_NVCC_DLINKFLAGS": _nvcc_link.dlink_flags,
+    "_OFFLOAD_NVCC_CPPFLAGS": _nvcc_flags.nvcc_cpp_flags,
+    "_OFFLOAD_NVCC_TARGET": _nvcc_flags.nvcc_target_file,
+    "_OFFLOAD_NVCC_SOURCES": _nvcc_flags.nvcc_source_files,
 }
 
 

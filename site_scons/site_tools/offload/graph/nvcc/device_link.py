@@ -59,14 +59,12 @@ COMSTRS = {
 }
 
 
-def _dlink_flags(target, source, env, for_signature) -> str:
+def dlink_flags(target, source, env, for_signature) -> str:
     """`$OFFLOAD_NVCCFLAGS` as `nvcc -dlink` takes them: without the compile-mode options (`-c`,
     `-dc`, which nvcc refuses next to `-dlink`)."""
     flags = shell_words(env, "$OFFLOAD_NVCCFLAGS", target, source, for_signature)
     return _nvcc_flags.command_words(f for f in flags if f not in ("-c", "--compile", "-dc", "--device-c"))
 
-
-COMMANDS["_OFFLOAD_NVCC_DLINKFLAGS"] = _dlink_flags
 
 #: What the split device link writes beside `<program>.dlink.o` (`<program>.<name>`; any arch).
 _STEP_FILES = re.compile(r"(?:sm|compute)_\d+[a-z]?\.dlink\.(?:cubin|reg\.c)|dlink\.fatbin\.c|dlink\.fatbin")

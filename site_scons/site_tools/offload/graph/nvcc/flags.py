@@ -84,17 +84,17 @@ def command_words(words) -> list:
     return out
 
 
-def _cpp_flags(target, source, env, for_signature):
+def nvcc_cpp_flags(target, source, env, for_signature):
     """`$_OFFLOAD_NVCC_CPPFLAGS`: `$_CCCOMCOM` (`$CPPFLAGS`, `CPPDEFINES`, `CPPPATH`) as nvcc takes it."""
     return command_words(nvcc_preprocessor_words(shell_words(env, "$_CCCOMCOM", target, source, for_signature)))
 
 
-def _target_file(target, source, env, for_signature):
+def nvcc_target_file(target, source, env, for_signature):
     """`$_OFFLOAD_NVCC_TARGET`: `$TARGET` as nvcc takes a file name."""
     return command_words([nvcc_file(str(target[0]))])
 
 
-def _source_files(target, source, env, for_signature):
+def nvcc_source_files(target, source, env, for_signature):
     """`$_OFFLOAD_NVCC_SOURCES`: `$SOURCES` as nvcc takes file names."""
     return command_words(nvcc_file(str(n)) for n in source)
 
@@ -104,9 +104,6 @@ COMMANDS = {
     # flags ($OFFLOAD_NVCCFLAGS), the host compiler's through -Xcompiler.
     "OFFLOAD_NVCCCOM": "$( $_OFFLOAD_LAUNCH $) $OFFLOAD_NVCC -c -o $_OFFLOAD_NVCC_TARGET $_OFFLOAD_NVCC_GENCODE "
                        "$OFFLOAD_NVCCFLAGS $_OFFLOAD_NVCC_HOSTFLAGS $_OFFLOAD_NVCC_CPPFLAGS $_OFFLOAD_NVCC_SOURCES",
-    "_OFFLOAD_NVCC_CPPFLAGS": _cpp_flags,
-    "_OFFLOAD_NVCC_TARGET": _target_file,
-    "_OFFLOAD_NVCC_SOURCES": _source_files,
 }
 
 
@@ -143,13 +140,10 @@ def clangd_flags(target, source, env, for_signature) -> str:
     return " ".join(out)
 
 
-COMMANDS["_OFFLOAD_NVCCDB_FLAGS"] = clangd_flags
-
-
 # --------------------------------------------------------------------------------------------
 # nvcc's flags from the SCons variables
 
-def _nvcc_gencode(target, source, env, for_signature):
+def nvcc_gencode(target, source, env, for_signature):
     """One `-gencode` per arch: SASS (`code=sm_NN`), plus PTX (`code=compute_NN`, for JIT on
     later GPUs) when `OFFLOAD_CUDA_PTX` is set, as `nvcc -arch=sm_NN` embeds both; PTX only
     for an entry `compute_NN`."""
@@ -162,7 +156,7 @@ def _nvcc_gencode(target, source, env, for_signature):
     return " ".join(out)
 
 
-def _nvcc_host_flags(target, source, env, for_signature):
+def nvcc_host_flags(target, source, env, for_signature):
     """The host compiler's flags (`$CCFLAGS $CXXFLAGS $OFFLOAD_HOSTFLAGS`) as nvcc takes them:
     `-Xcompiler=<flag>` each (`-march=native` is a host compiler flag nvcc itself rejects), except
     the language dialect: `-std=c++NN` goes to nvcc itself, which compiles the device side in it
@@ -173,5 +167,3 @@ def _nvcc_host_flags(target, source, env, for_signature):
     return command_words(f if f.startswith("-std=") else nvcc_host_flag(f) for f in flags)
 
 
-COMMANDS["_OFFLOAD_NVCC_GENCODE"] = _nvcc_gencode
-COMMANDS["_OFFLOAD_NVCC_HOSTFLAGS"] = _nvcc_host_flags
