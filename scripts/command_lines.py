@@ -23,7 +23,6 @@ import argparse
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -31,16 +30,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "scons_tool")]
 
-from scons_helpers import scons_env  # noqa: E402
+from scons_helpers import run_scons  # noqa: E402
 import test_scons_shape_matrix as matrix  # noqa: E402
 
 
 def _scons_n(root: Path, args: list[str], env: dict) -> str:
-    penv = scons_env()
-    penv.update(env)
-    penv["OFFLOAD_VERBOSE"] = "1"
-    cmd = [sys.executable, "-m", "SCons", "-Q", "-n", f"--site-dir={REPO / 'site_scons'}", *args]
-    cp = subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=penv, timeout=600)
+    cp = run_scons(root, "-n", *args, check=False, env={**env, "OFFLOAD_VERBOSE": "1"}, timeout=600)
     out = cp.stdout + cp.stderr + f"[exit {cp.returncode}]\n"
     out = out.replace(str(root), "<PROJECT>")
     # A source's identity is its file's device and inode in hex (`fe00_20c3e8`, then a hash of

@@ -113,15 +113,11 @@ def _tool_missing(need: str) -> str | None:
 # --------------------------------------------------------------------------------------------
 # The vendor's own one-shot build
 
-def _clang_path(clang: str) -> str:
-    return need_tool(clang)
-
-
 def _reference_command(mode: CorpusMode, sources: list[str], out: str, rdc: bool) -> list[str]:
     """The one-shot command a user of the vendor's compiler would write for the program."""
     archs = list(mode.archs)
     if mode.family == "openmp":
-        clang = _clang_path(mode.settings["OFFLOAD_CLANG"])
+        clang = need_tool(mode.settings["OFFLOAD_CLANG"])
         bc = subprocess.run([clang, "-print-file-name=libomptarget-nvptx-sm_80.bc"], capture_output=True,
                             text=True).stdout.strip()
         return [clang.replace("clang-", "clang++-"), "-fopenmp", "--offload-arch=" + ",".join(archs),
@@ -132,13 +128,13 @@ def _reference_command(mode: CorpusMode, sources: list[str], out: str, rdc: bool
         gencode = [f for a in archs for f in ("-gencode", f"arch=compute_{a[3:]},code=sm_{a[3:]}")]
         return [need_tool("nvcc"), *gencode, *(["-rdc=true"] if rdc else []), "-Isrc", *sources, "-o", out]
     if mode.family == "cuda":
-        clang = _clang_path(mode.settings["OFFLOAD_CLANG"]).replace("clang-", "clang++-")
+        clang = need_tool(mode.settings["OFFLOAD_CLANG"]).replace("clang-", "clang++-")
         return [clang, "-x", "cuda", "--offload-new-driver", "-fgpu-rdc", *[f"--offload-arch={a}" for a in archs],
                 f"--cuda-path={CUDA}", f"-I{curand_include()}", "-Isrc", *sources, "-o", out,
                 f"-L{CUDA}/lib64", "-lcudart", "-Wno-unknown-cuda-version"]
     if mode.settings.get("OFFLOAD_HIP_COMPILER") == "hipcc":
         return [need_tool("hipcc"), *[f"--offload-arch={a}" for a in archs], "-Isrc", *sources, "-o", out]
-    clang = _clang_path(mode.settings["OFFLOAD_CLANG"]).replace("clang-", "clang++-")
+    clang = need_tool(mode.settings["OFFLOAD_CLANG"]).replace("clang-", "clang++-")
     new = mode.settings.get("OFFLOAD_HIP_DRIVER") == "new"
     return [clang, "-x", "hip", *(["--offload-new-driver", "-fgpu-rdc"] if new else []),
             *[f"--offload-arch={a}" for a in archs], f"--rocm-device-lib-path={ROCM_BITCODE}", "-Isrc", *sources,
