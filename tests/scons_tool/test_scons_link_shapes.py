@@ -327,3 +327,20 @@ def test_same_names_in_two_sconscripts(tmp_path):
         assert v.returncode == 0, (lib, v.stdout.decode() + v.stderr.decode())
     assert p.up_to_date()
     _clean_leaves_sources(p, set(files))
+
+
+def test_a_renamed_message_variable_is_read_with_a_warning_naming_the_new_one(tmp_path):
+    """`OFFLOAD_LDSCRIPTCOMSTR` became `OFFLOAD_LDSCRIPTSTR` (the ld script is the tool's Python
+    step, no command): an SConstruct that still sets the old name sees its message and is told
+    the new name once."""
+    need_tool("clang-19")
+    p = Project(tmp_path / "p", {"SConstruct": LIB_SCONSTRUCT.replace(
+        "OFFLOAD_CLANG='clang-19')", "OFFLOAD_CLANG='clang-19', OFFLOAD_LDSCRIPTCOMSTR='MY-LDSCRIPT $TARGET')"),
+        "other/SConscript": OTHER_SCONSCRIPT, "lib/k.cpp": LIB_K, "app/main.cpp": CONSUMER,
+        "app/off.cpp": OFF_CONSUMER, "other/main.cpp": CONSUMER})
+    cp = p.scons("-n")
+    assert "MY-LDSCRIPT lib/libfoo.a" in cp.stdout.splitlines(), cp.stdout
+    warnings = [line for line in cp.stderr.splitlines() if "OFFLOAD_LDSCRIPTCOMSTR" in line]
+    assert warnings == ["offload: warning: OFFLOAD_LDSCRIPTCOMSTR is now OFFLOAD_LDSCRIPTSTR (the ld script is "
+                        "written by the tool, not by a command, and SCons names such a step's message *STR, as "
+                        "INSTALLSTR): its value is used; rename it"], cp.stderr

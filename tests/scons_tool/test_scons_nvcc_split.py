@@ -166,6 +166,21 @@ def test_host_only_flag_change_reruns_no_device_work(tmp_path):
     assert c["NVCC-DEVICE compute_80"] == 2 and c["NVCC-DEVICE compute_90"] == 2, c
 
 
+def test_a_steps_command_variable_wraps_it_and_rebuilds_it(tmp_path):
+    """`OFFLOAD_NVCCDEVICECOM` is the device step's command (nvcc's own line by default): a
+    wrapper set there runs around every device step, and the change rebuilds those steps only."""
+    p = _project(tmp_path / "p")
+    p.write("SConstruct", SCONSTRUCT.replace(
+        "env.OffloadProgram(", "if ARGUMENTS.get('wrap'):\n"
+        "    env['OFFLOAD_NVCCDEVICECOM'] = 'echo $_OFFLOAD_NVCC_VARCH >> wrapped.log && $_OFFLOAD_NVCCSTEPCOM'\n"
+        "env.OffloadProgram("))
+    p.scons("archs=sm_80,sm_90")
+    c = _steps(p.scons("archs=sm_80,sm_90", "wrap=1"))
+    assert c == {"NVCC-DEVICE compute_80": 2, "NVCC-DEVICE compute_90": 2}, c  # the same cubins: no more
+    assert sorted((p.root / "wrapped.log").read_text().split()) == ["compute_80"] * 2 + ["compute_90"] * 2
+    assert p.up_to_date("archs=sm_80,sm_90", "wrap=1")
+    assert _run(p) in ("saxpy host 8\n", "saxpy gpu 8\n")
+
 @pytest.mark.parametrize("ptx", ["", "1"])
 def test_object_equals_one_nvcc_compile(tmp_path, ptx):
     """Same SASS and PTX per arch as one `nvcc -c` with the same `-gencode` list."""

@@ -150,3 +150,19 @@ def test_parts_read_as_fields_and_as_items():
     assert parts["package"] is pkg and protocol.Parts().devices == {} and protocol.Parts().package is None
     with pytest.raises(KeyError):
         parts["other"]
+
+
+def test_every_builder_is_named_with_the_prefix_and_every_message_has_its_command():
+    """The tool's builders are told from a user's by their name (`protocol.BUILDER_PREFIX`); a
+    step's message `X*COMSTR` has its command `X*COM` (as SCons's own tools pair them), and a
+    Python step's message, which has no command, is an `X*STR`."""
+    import offload
+    commands, messages, names = {}, {}, []
+    for m in offload.BUILDER_MODULES:
+        commands.update(m.COMMANDS)
+        messages.update(m.COMSTRS)
+        names += list(m.builders())
+    assert names and all(n.startswith(protocol.BUILDER_PREFIX) for n in names), names
+    unpaired = [k for k in messages if k.endswith("COMSTR") and k[:-3] not in commands]
+    assert not unpaired, f"a *COMSTR without its *COM: {unpaired}"
+    assert all(k.endswith("STR") for k in messages), messages

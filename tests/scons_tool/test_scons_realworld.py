@@ -14,7 +14,7 @@ import pytest
 
 from conftest import inspect_json, need_tool, run, run_cli
 from scons_samples import CUDA_DECLS
-from scons_helpers import Project, actions, counts, device_archs, run_built
+from scons_helpers import Project, actions, assert_clean_failure, counts, device_archs, run_built
 
 pytestmark = pytest.mark.slow
 
@@ -360,6 +360,31 @@ def test_two_requests_for_one_target_that_want_different_things(tmp_path):
         "OFFLOAD_CLANG='clang-19', OFFLOAD_ARCHS=['sm_80', 'gfx90a']"))
     p.scons("-n")
 
+
+
+@pytest.mark.parametrize("second, names", [
+    # reaches the host and device compiles only through $_CPPINCFLAGS, which no list named
+    ("'CPPPATH': ['inc2']", "CPPPATH: 'inc1' -> 'inc2'"),
+    # a variable of the user's own, read by a flag variable
+    ("'MY_OPT': '-O1'", "MY_OPT: '-O2' -> '-O1'"),
+    ("'OFFLOAD_DEVICEFLAGS': ['-DX=2']", "OFFLOAD_DEVICEFLAGS: '-DX=1' -> '-DX=2'"),
+])
+def test_a_second_request_is_compared_by_its_commands(tmp_path, second, names):
+    """Whatever reaches a step's command makes two requests for one target differ, without a list
+    of variables to keep: the registry compares the commands themselves. A variable that reaches no
+    step makes no difference."""
+    first = "'CPPPATH': ['inc1'], 'MY_OPT': '-O2', 'OFFLOAD_DEVICEFLAGS': ['-DX=1']"
+    p = _omp_project(tmp_path, f"env.OffloadObject('src/a.c', **{{{first}}})\n"
+                     f"env.OffloadObject('src/a.c', **{{{first}, {second}}})",
+                     "OFFLOAD_ARCHS=['sm_80', 'gfx90a'], CCFLAGS=['$MY_OPT']")
+    cp = p.scons("-n", check=False)
+    out = assert_clean_failure(cp)
+    assert "already built with other settings" in out and "src/a.o" in out and names in out, out
+    p.write("SConstruct", _sconstruct(
+        f"env.OffloadObject('src/a.c', **{{{first}}})\n"
+        f"env.OffloadObject('src/a.c', **{{{first}, 'UNUSED_BY_ANY_STEP': 1}})",
+        "OFFLOAD_CLANG='clang-19', OFFLOAD_ARCHS=['sm_80', 'gfx90a'], CCFLAGS=['$MY_OPT']"))
+    p.scons("-n")
 
 def test_a_way_of_building_is_one_flavour_and_one_record(tmp_path):
     """A toy flavour (clang's per-arch graph with a runtime of its own, here an rpath its link

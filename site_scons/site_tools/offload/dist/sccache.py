@@ -272,7 +272,7 @@ def _server_nodes(env, c: Client, srv: Server, argv: list[str] | None) -> list:
         _start(c, srv, penv, os.path.join(srv.folder, "status.json"))
         return 0
 
-    made = env.Command(targets, _nodes.value_node(os.path.basename(srv.folder)), SCons.Action.Action(make, "$OFFLOAD_DISTSERVERCOMSTR", varlist=[]))
+    made = env.Command(targets, _nodes.value_node(os.path.basename(srv.folder)), SCons.Action.Action(make, "$OFFLOAD_DISTSERVERSTR", varlist=[]))
     # `scons -c` removes the server's folder; the server is stopped first.
     env.Clean(made, [srv.folder, os.path.dirname(srv.folder)])
     if SCons.Script.GetOption("clean"):
@@ -359,7 +359,7 @@ def _start(c: Client, srv: Server, penv: dict, out: str) -> None:
 
 
 COMMANDS: dict = {}
-COMSTRS = {"OFFLOAD_DISTSERVERCOMSTR": "SCCACHE-DIST ${TARGETS[0]}"}
+COMSTRS = {"OFFLOAD_DISTSERVERSTR": "SCCACHE-DIST ${TARGETS[0]}"}  # a Python step: no *COM
 PSEUDO_BUILDERS: list = []
 
 

@@ -21,6 +21,7 @@ import offload_tool
 
 from ..settings import archs as _archs
 from . import consume as _consume
+from .protocol import BUILDER_PREFIX
 from ..scons import actions as _actions
 from ..scons import nodes as _nodes
 from ..scons import signatures as _signatures
@@ -231,9 +232,9 @@ class Registry:
         self.nodes: dict[tuple, tuple[object, object]] = {}
 
     def get(self, env, path: str, kind: str, wants, make):
-        """The nodes of `path`, made by `make()` on the first request. `wants()` describes a
-        request; it is only evaluated when a second one arrives (substitution is not free at
-        thousands of nodes)."""
+        """The nodes of `path`, made by `make()` on the first request. `wants` describes a
+        request; its commands are only compared when a second, different one arrives
+        (substitution is not free at thousands of nodes)."""
         # `path` is absolute (`get_abspath()`): `get_path()` is relative to the folder of the
         # SConscript being read, and two SConscripts' `k.cpp` are two requests.
         key = (id(env), path, kind)
@@ -241,11 +242,11 @@ class Registry:
             first_wants, made = self.nodes[key]
             if first_wants.same_as(wants):
                 return made  # the same overrides: the same request, nothing to substitute
-            first, this = first_wants(), wants()
-            if first != this:
+            changes = first_wants.differences(wants, made)
+            if changes:
                 raise SCons.Errors.UserError(
-                    f"offload: '{path}' is already built with other settings ({first}); this call wants "
-                    f"({this}): give it another target (target=...) or the same settings")
+                    f"offload: '{path}' is already built with other settings; this call changes "
+                    f"{'; '.join(changes)}: give it another target (target=...) or the same settings")
             return made
         made = make()
         self.nodes[key] = (wants, made)
@@ -262,32 +263,66 @@ registry = Registry()
 
 
 class Wants:
-    """What a compile node's output depends on besides its source, in words (the registry's
-    notion of 'the same request'), as a callable the registry evaluates when it must compare.
-    Two requests with equal parts and equal caller overrides (`kw`) are the same without asking."""
+    """A request for a target, as the registry compares two of them: its facts (`parts`: language,
+    flavour, archs) and the caller's overrides (`kw`) on the environment it was made in.
 
-    __slots__ = ("senv", "parts", "key")
+    Two requests with equal parts and equal overrides are the same without asking. Otherwise they
+    are the same when every step the first one made (the target's and those below it that the tool
+    made for it) has the same command under the second's overrides: the commands themselves are
+    compared, so any variable that reaches a step is in the comparison by construction, and one
+    that reaches none (a variable of the caller's own) makes no difference."""
+
+    __slots__ = ("senv", "parts", "caller", "key")
 
     def __init__(self, senv, parts: tuple, kw: dict | None):
-        self.senv, self.parts = senv, parts
+        self.senv, self.parts, self.caller = senv, parts, dict(kw or {})
         try:
-            self.key = (parts, _signatures.frozen(dict(kw or {})))
+            self.key = (parts, _signatures.frozen(self.caller))
         except TypeError:
             self.key = None  # overrides that cannot be compared: compare what they substitute to
 
     def same_as(self, other: "Wants") -> bool:
         return self.key is not None and self.key == other.key
 
-    def __call__(self) -> str:
-        return _wants_text(self.senv, self.parts)
+    def differences(self, other: "Wants", made) -> list[str]:
+        """What `other`, a second request for the nodes `made` by this one, changes: its facts
+        that differ, then each overridden variable whose change reaches a step's command, as
+        `NAME: 'first' -> 'other'`. Empty: the same request."""
+        out = [f"{a} -> {b}" for a, b in zip(self.parts, other.parts) if a != b]
+        changed = {}
+        for name in sorted(set(self.caller) | set(other.caller)):
+            first, this = self.senv.subst(f"${name}"), other.senv.subst(f"${name}")
+            if first != this:
+                changed[name] = (first, this, other.senv.get(name))
+        if changed:
+            reaching = _reaching(made, {k: v[2] for k, v in changed.items()})
+            out += [f"{k}: '{changed[k][0]}' -> '{changed[k][1]}'" for k in changed if k in reaching]
+        return out
+
+
+def _reaching(made, overrides: dict) -> set[str]:
+    """The names in `overrides` whose values change the command of a step in `made` or below it
+    (steps of the tool's builders only: a user's generator of a source is the user's)."""
+    steps, seen, todo = [], set(), list(_nodes.flatten_sequence([made]))
+    while todo:
+        n = todo.pop()
+        if id(n) in seen or not _nodes.is_node(n) or not _nodes.has_builder(n):
+            continue
+        seen.add(id(n))
+        if steps and not _nodes.builder_name(n).startswith(BUILDER_PREFIX):
+            continue
+        steps.append(n)
+        todo.extend(_nodes.inputs(n))
+    reaching = set()
+    for n in steps:
+        env = _nodes.build_env(n)
+        text = _actions.step_text(n, env)
+        for name, value in overrides.items():
+            if name not in reaching and _actions.step_text(n, _nodes.override(env, {name: value})) != text:
+                reaching.add(name)
+    return reaching
 
 
 def wants(senv, *parts, kw: dict | None = None) -> Wants:
     """`Wants` of a request made with the caller's overrides `kw` (`senv` = `settings(env, kw)`)."""
     return Wants(senv, parts, kw)
-
-
-def _wants_text(senv, parts) -> str:
-    flags = senv.subst("$OFFLOAD_CLANG $OFFLOAD_HOSTFLAGS $OFFLOAD_DEVICEFLAGS $OFFLOAD_NVCCFLAGS "
-                       "$CCFLAGS $CFLAGS $CXXFLAGS $CPPFLAGS $_CPPDEFFLAGS")
-    return "; ".join(str(p) for p in parts if p) + (f"; flags: {flags}" if flags.strip() else "")

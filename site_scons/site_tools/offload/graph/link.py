@@ -61,7 +61,7 @@ COMSTRS = {
     "OFFLOAD_SHLINKCOMSTR": "LINK ${TARGET}",
     "OFFLOAD_RELOCCOMSTR": "RELOCATABLE ${TARGET}",
     "OFFLOAD_ARCOMSTR": "AR ${TARGET}",
-    "OFFLOAD_LDSCRIPTCOMSTR": "LDSCRIPT ${TARGET}",
+    "OFFLOAD_LDSCRIPTSTR": "LDSCRIPT ${TARGET}",  # a Python step: no *COM
 }
 
 
@@ -184,7 +184,7 @@ def builders() -> dict:
                                   final_binary=True),
         "_OffloadReloc": builder(action=action("OFFLOAD_RELOCCOM", COMPILER_VARS), report_kind="relocatable-link"),
         "_OffloadAr": builder(action=action("OFFLOAD_ARCOM", []), report_kind="archive", final_binary=True),
-        "_OffloadLdScript": builder(action=SCons.Action.Action(_write_ldscript, "$OFFLOAD_LDSCRIPTCOMSTR",
+        "_OffloadLdScript": builder(action=SCons.Action.Action(_write_ldscript, "$OFFLOAD_LDSCRIPTSTR",
                                                                varlist=["_OFFLOAD_LDSCRIPT"]),
                                     report_kind="ldscript"),
     }

@@ -114,6 +114,10 @@ BUILDER_ATTRIBUTES = {
 }
 
 
+#: How the name of every builder the tool adds to `BUILDERS` begins (they are no user's API): the
+#: registry tells the steps it made for a request from a user's generator of a source by it.
+BUILDER_PREFIX = "_Offload"
+
 @dataclass
 class Parts:
     """What one source's object was made of (`offload_parts`): its host object, its device objects

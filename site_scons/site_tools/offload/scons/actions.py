@@ -53,17 +53,27 @@ def unsigned(function, cmdstr=None):
 
 
 class VariableSignedAction(SCons.Action.CommandAction):
-    """A command action whose signature is the text of one construction variable of its node
-    (`signature_variable`), computed once when the node is made, rather than its command
+    """The command `$<com_variable>`, signed by the text of one construction variable of its
+    node (`signature_variable`), computed once when the node is made, rather than by its command
     substituted per node on every run (nvcc's steps: a source has several per arch, and a null
-    build signs them all)."""
+    build signs them all). When the user gives `com_variable` another value than the tool's
+    (a wrapper around the step), that value is signed too."""
 
-    def __init__(self, cmd, signature_variable: str, **kw):
-        super().__init__(cmd, **kw)
-        self.signature_variable = signature_variable
+    def __init__(self, com_variable: str, signature_variable: str, **kw):
+        super().__init__("$" + com_variable, **kw)
+        self.com_variable, self.signature_variable = com_variable, signature_variable
 
     def get_contents(self, target, source, env):
-        return env[self.signature_variable].encode()
+        text = env[self.signature_variable]
+        com = env.get(self.com_variable)
+        if com != DEFAULTS.get(self.com_variable):
+            text += "\n" + str(com)
+        return text.encode()
+
+
+#: The tool's own values of the construction variables (`settings.variables.set_defaults` fills it):
+#: a step signed by a variable's text also signs a command the user changed.
+DEFAULTS: dict[str, str] = {}
 
 
 class CompileAction(_signatures.GroupSignatureAction):
@@ -167,6 +177,24 @@ def command_lines(env, template: str, target=None, source=None, for_signature: b
     signature: `$( $)` parts dropped): a list of lines, each a list of words."""
     mode = SCons.Subst.SUBST_SIG if for_signature else SCons.Subst.SUBST_CMD
     return env.subst_list(template, mode, target=target, source=source)
+
+
+def step_text(n, env=None) -> str:
+    """The command of the step that makes `n` as SCons runs it, every word substituted (`$( $)`
+    parts kept: an include folder changes what is compiled), in `env` (default: the step's own
+    environment); for a Python step, its signature contents. The registry's notion of two requests
+    for one target being the same (`graph.common.Wants`)."""
+    executor = n.get_executor()
+    target, source = executor.get_all_targets(), executor.get_all_sources()
+    env = env if env is not None else executor.get_build_env()
+    texts = []
+    for action in executor.get_action_list():
+        for a in getattr(action, "list", None) or [action]:
+            if isinstance(a, SCons.Action.CommandAction):
+                texts.append(env.subst(a.cmd_list, SCons.Subst.SUBST_RAW, target=target, source=source))
+            else:
+                texts.append(a.get_contents(target, source, env).decode("utf-8", "replace"))
+    return "\n".join(texts)
 
 
 def escaped(words, env) -> list:

@@ -134,6 +134,12 @@ def sources(n) -> list:
     return list(n.sources)
 
 
+def inputs(n) -> list:
+    """What the step that makes `n` reads by the build's word: its sources, then what
+    `Depends()` added (not what a scanner found)."""
+    return list(n.sources) + list(n.depends)
+
+
 def scanned_files(target) -> list:
     """The files besides its sources that a compile of `target` (a list, its first node) reads,
     as SCons's scanner found them (the headers it includes), in path order."""

@@ -24,6 +24,7 @@ import types
 import SCons.Errors
 import SCons.Util
 
+from ..scons import actions as _actions
 from ..scons import nodes as _nodes
 from . import archs as _archs
 from ..scons import signatures as _signatures
@@ -71,6 +72,7 @@ def check(env, kw: dict, senv) -> None:
         key = None
     if key is not None and key in _checked:
         return
+    renamed(env, senv)
     for var, why in _WHERE.items():
         for flag in _flags(senv, var):
             name = _nvcc_option(flag)
@@ -80,6 +82,26 @@ def check(env, kw: dict, senv) -> None:
                     f"put nvcc's options in OFFLOAD_NVCCFLAGS")
     if key is not None:
         _checked[key] = env   # (holds `env`: its id stays its own)
+
+
+#: Variables whose name changed: the old name, the new one and why. A SConstruct that sets an old
+#: name is told the new one (`renamed`) and its value is used.
+RENAMED = {
+    "OFFLOAD_LDSCRIPTCOMSTR": ("OFFLOAD_LDSCRIPTSTR", "the ld script is written by the tool, not by a command, "
+                               "and SCons names such a step's message *STR, as INSTALLSTR"),
+    "OFFLOAD_DISTSERVERCOMSTR": ("OFFLOAD_DISTSERVERSTR", "the sccache-dist configuration is written by the tool, "
+                                 "not by a command, and SCons names such a step's message *STR, as INSTALLSTR"),
+}
+
+
+def renamed(env, senv) -> None:
+    """A variable set under its old name (`RENAMED`): said once, with the new name, and
+    its value used under the new one (in `env`, unless the new name is set there too)."""
+    for old, (new, why) in RENAMED.items():
+        if old in senv:
+            _warn(("renamed", old), f"{old} is now {new} ({why}): its value is used; rename it")
+            if env.get(new) == _actions.DEFAULTS.get(new):
+                env[new] = senv[old]
 
 
 _noted: set[tuple[str, str]] = set()

@@ -24,6 +24,7 @@ from ..graph.nvcc import device_link as _nvcc_link
 from ..graph.nvcc import flags as _nvcc_flags
 from ..toolchain import discovery as _toolchain
 from ..toolchain import installations as _installations
+from ..scons import actions as _actions
 
 # --------------------------------------------------------------------------------------------
 # The table
@@ -100,6 +101,7 @@ def set_defaults(env, commands: dict, comstrs: dict) -> None:
     the user variables, the builders' `*COM` commands and `*COMSTR` messages, and the programs."""
     defaults = user_defaults()
     defaults.update(commands)
+    _actions.DEFAULTS.update(commands)
     if "OFFLOAD_CLANG" not in env:
         defaults["OFFLOAD_CLANG"] = _toolchain.find_clang(env)
     if "OFFLOAD_NVCC" not in env:
@@ -109,6 +111,7 @@ def set_defaults(env, commands: dict, comstrs: dict) -> None:
     verbose = env.get("OFFLOAD_VERBOSE") or os.environ.get("OFFLOAD_VERBOSE", "") not in ("", "0")
     for k, v in comstrs.items():
         defaults[k] = "" if verbose else v
+    _actions.DEFAULTS.update((k, defaults[k]) for k in comstrs)
     for k, v in defaults.items():
         if k not in env:
             env[k] = v

@@ -19,6 +19,13 @@ from .arch_list import _record_arch_list_use
 
 COMMANDS = {
     "_OFFLOAD_NVCCSTEPCOM": "$_OFFLOAD_NVCC_STEP",
+    # Each kind of step's command: nvcc's own line for the step (its `--dryrun` plan), which a
+    # user may wrap (`'time $_OFFLOAD_NVCCSTEPCOM'`) as any `*COM`.
+    "OFFLOAD_NVCCFECOM": "$_OFFLOAD_NVCCSTEPCOM",
+    "OFFLOAD_NVCCPPCOM": "$_OFFLOAD_NVCCSTEPCOM",
+    "OFFLOAD_NVCCDEVICECOM": "$_OFFLOAD_NVCCSTEPCOM",
+    "OFFLOAD_NVCCFATBINCOM": "$_OFFLOAD_NVCCSTEPCOM",
+    "OFFLOAD_NVCCHOSTCOM": "$_OFFLOAD_NVCCSTEPCOM",
     # compile_commands.json: the nvcc compile as a clang CUDA command clangd reads.
     "OFFLOAD_NVCCDBCOM": "clang++ -x cuda $_OFFLOAD_NVCCDB_FLAGS -c -o $TARGET $CCFLAGS $CXXFLAGS $OFFLOAD_HOSTFLAGS "
                          "$_CCCOMCOM $SOURCE",
@@ -79,14 +86,15 @@ def _host_emitter(target, source, env):
 _NOT_SCANNED = SCons.Script.Scanner(lambda node, env, path: [], "offload-nvcc-none")
 
 
-def _StepAction(com: str, **kw):
+def _StepAction(com_variable: str, **kw):
     """One of nvcc's steps. Its signature is the step's command as the plan gives it, with every
     file name relative to the top directory (the source's absolute path too: a moved tree or a
     clone signs as this one does) and `__CUDA_ARCH_LIST__` left out, plus nvcc's identity,
     computed once when the node is made (`_OFFLOAD_NVCC_STEPSIG`) rather than substituted per
     node on every run: a source has two such nodes per arch and three more, and a null build
-    signs them all."""
-    return _actions.VariableSignedAction(com, "_OFFLOAD_NVCC_STEPSIG", **kw)
+    signs them all. A `com_variable` the user set to more than nvcc's line (a wrapper) is signed
+    too."""
+    return _actions.VariableSignedAction(com_variable, "_OFFLOAD_NVCC_STEPSIG", **kw)
 
 
 def step_arch(env) -> str | None:
@@ -105,7 +113,7 @@ def step_arch(env) -> str | None:
 
 def builders() -> dict:
     def b(comstr, kind, emitter, scanner=_NOT_SCANNED, record=False, check=False):
-        act = _StepAction("$_OFFLOAD_NVCCSTEPCOM", cmdstr="$" + comstr)
+        act = _StepAction(comstr[:-3], cmdstr="$" + comstr)
         if record:
             act = _actions.sequence([act, SCons.Action.Action(_record_arch_list_use, None)])
         if check:  # the cubins and PTX it takes, checked first (`_consume`)

@@ -48,6 +48,8 @@ _TMP = _nvcc_plan.temporaries("offload_nvcc_plan_dlink")
 
 COMMANDS = {
     "_OFFLOAD_NVCCDLINKSTEPCOM": "$_OFFLOAD_NVCC_STEP",
+    # nvlink's step: nvcc's own line for it (as `OFFLOAD_NVCCDEVICECOM`).
+    "OFFLOAD_NVCCNVLINKCOM": "$_OFFLOAD_NVCCDLINKSTEPCOM",
     # The one-action device link (no plan, or split off).
     "OFFLOAD_NVCCDLINKCOM": "$OFFLOAD_NVCC -dlink -o $_OFFLOAD_NVCC_TARGET $_OFFLOAD_NVCC_GENCODE "
                             "$_OFFLOAD_NVCC_DLINKFLAGS $_OFFLOAD_NVCC_HOSTFLAGS $_OFFLOAD_NVCC_SOURCES",
@@ -130,10 +132,10 @@ def builders() -> dict:
     # cubins nvlink wrote; none of them would say which input was damaged.
     check = _consume.with_device_check
     return {
-        "_OffloadNvccNvlink": builder(action=check(_StepAction("$_OFFLOAD_NVCCDLINKSTEPCOM",
+        "_OffloadNvccNvlink": builder(action=check(_StepAction("OFFLOAD_NVCCNVLINKCOM",
                                                                cmdstr="$OFFLOAD_NVCCNVLINKCOMSTR")),
                                       report_kind="device-link"),
-        "_OffloadNvccDlinkSteps": builder(action=check(_StepAction("$_OFFLOAD_NVCCDLINKSTEPCOM",
+        "_OffloadNvccDlinkSteps": builder(action=check(_StepAction("_OFFLOAD_NVCCDLINKSTEPCOM",
                                                                    cmdstr="$OFFLOAD_NVCCDLINKCOMSTR")),
                                           report_kind="device-link"),
         "_OffloadNvccDlink": builder(action=check(SCons.Action.Action(
