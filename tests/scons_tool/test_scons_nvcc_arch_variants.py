@@ -180,8 +180,8 @@ def test_parse_names_each_device_preprocess_after_its_cicc_arch():
     from site_tools.offload.graph.nvcc import plan as _nvcc
 
     def plan_text(*gencode):
-        cp = subprocess.run([nvcc, "--dryrun", "-c", "-o", _nvcc._PLAN_OUT,
-                             *[w for g in gencode for w in ("-gencode", g)], _nvcc._PLAN_SRC],
+        cp = subprocess.run([nvcc, "--dryrun", "-c", "-o", _nvcc.PLAN_OUT,
+                             *[w for g in gencode for w in ("-gencode", g)], _nvcc.PLAN_SRC],
                             capture_output=True, text=True, timeout=60)
         assert cp.returncode == 0, cp.stderr
         return cp.stdout + cp.stderr
@@ -196,5 +196,5 @@ def test_parse_names_each_device_preprocess_after_its_cicc_arch():
                                                                  ["ii.compute_100f"]]
     # A cicc step for another arch than the text it reads was preprocessed for: not this shape.
     text = plan_text("arch=compute_90a,code=sm_90a")
-    with pytest.raises(_nvcc._Shape, match="cicc -arch compute_100a reads the text preprocessed for compute_90"):
+    with pytest.raises(_nvcc.PlanShape, match="cicc -arch compute_100a reads the text preprocessed for compute_90"):
         _nvcc.parse(text.replace("-arch compute_90a", "-arch compute_100a"))

@@ -187,7 +187,7 @@ def test_parse_recognises_cuda_13_device_link_plan():
     plan = _nvcc_link.parse(cp.stdout + cp.stderr)
     assert [s.real for s in plan.nvlinks] == ["sm_80", "sm_90"]    # no nvlink for PTX, as nvcc
     assert plan.fatbin.inputs == [s.outputs[0] for s in plan.nvlinks]
-    with pytest.raises(_nvcc._Shape, match="unknown step 'nvprune'"):
+    with pytest.raises(_nvcc.PlanShape, match="unknown step 'nvprune'"):
         _nvcc_link.parse(cp.stdout + cp.stderr + "\n#$ nvprune x.o\n")
-    with pytest.raises(_nvcc._Shape, match="not nvlink per arch"):
+    with pytest.raises(_nvcc.PlanShape, match="not nvlink per arch"):
         _nvcc_link.parse("\n".join(ln for ln in (cp.stdout + cp.stderr).splitlines() if "fatbinary" not in ln))

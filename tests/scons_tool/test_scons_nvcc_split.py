@@ -203,8 +203,8 @@ def test_parse_recognises_cuda_13_plan_and_refuses_other_shapes():
     nvcc = need_tool("nvcc")
     sys.path.insert(0, str(__import__("scons_helpers").REPO / "site_scons"))
     from site_tools.offload.graph.nvcc import plan as _nvcc
-    cp = subprocess.run([nvcc, "--dryrun", "-c", "-o", _nvcc._PLAN_OUT, "-gencode", "arch=compute_80,code=sm_80",
-                         "-gencode", "arch=compute_90,code=[sm_90,compute_90]", _nvcc._PLAN_SRC],
+    cp = subprocess.run([nvcc, "--dryrun", "-c", "-o", _nvcc.PLAN_OUT, "-gencode", "arch=compute_80,code=sm_80",
+                         "-gencode", "arch=compute_90,code=[sm_90,compute_90]", _nvcc.PLAN_SRC],
                         capture_output=True, text=True, timeout=60)
     plan = _nvcc.parse(cp.stdout + cp.stderr)
     kinds = [(s.kind, s.virtual, s.real) for s in plan.steps]
@@ -212,9 +212,9 @@ def test_parse_recognises_cuda_13_plan_and_refuses_other_shapes():
                      ("ptxas", "compute_80", "sm_80"), ("pp", "compute_90", ""), ("cicc", "compute_90", ""),
                      ("ptxas", "compute_90", "sm_90"), ("fatbin", "", ""), ("host", "", "")]
     assert plan.host_stub_arch == "compute_90"
-    with pytest.raises(_nvcc._Shape, match="unknown step 'nvlink'"):
+    with pytest.raises(_nvcc.PlanShape, match="unknown step 'nvlink'"):
         _nvcc.parse(cp.stdout + cp.stderr + '\n#$ nvlink -o x.o y.o\n')
-    with pytest.raises(_nvcc._Shape, match="no earlier step wrote"):
+    with pytest.raises(_nvcc.PlanShape, match="no earlier step wrote"):
         _nvcc.parse("#$ ptxas -arch=sm_80 /tmp/tmpxft_0000_00000000-9_offload_nvcc_plan_src.ptx "
                     "-o /tmp/tmpxft_0000_00000000-10_offload_nvcc_plan_src.cubin\n")
 
@@ -323,7 +323,7 @@ def test_sources_in_a_variant_directory_without_copies(tmp_path):
 RACE_SCONSTRUCT = """
 import os, sys
 sys.path.insert(0, {site_tools!r})
-from offload.graph.nvcc.steps import _intermediates
+from offload.graph.nvcc.steps import intermediates
 env = Environment(tools=[])
 stamp = int(ARGUMENTS['stamp'])
 def write(target, source, env):
@@ -331,7 +331,7 @@ def write(target, source, env):
         f.write(env['MIDTEXT'])
     os.utime(str(target[0]), (stamp, stamp))
 mid = env.Command(env.File('mid.ii'), 'src.txt', Action(write, varlist=['MIDTEXT']), MIDTEXT=ARGUMENTS['text'])
-_intermediates(mid)
+intermediates(mid)
 env.Command('out.txt', mid, Copy('$TARGET', '$SOURCE'))
 """
 

@@ -1,6 +1,6 @@
 """`__CUDA_ARCH_LIST__` tracking: a device or host preprocess reruns on an arch-list change only
 when the text it preprocessed depends on the list (the record beside its output, read by
-`_rerun_if_list_used`, written by `_record_arch_list_use`)."""
+`rerun_if_list_used`, written by `record_arch_list_use`)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from ...scons import nodes as _nodes
 # macro; when the recorded list is not the current one, the step reruns (`AlwaysBuild`). A
 # file that builds the name by token pasting is not seen.
 
-_ARCH_LIST_DEF = "-D__CUDA_ARCH_LIST__="
+ARCH_LIST_DEF = "-D__CUDA_ARCH_LIST__="
 _LINE_MARKER = re.compile(rb'^# \d+ "((?:[^"\\]|\\.)*)"', re.M)
 _names_list: dict[tuple[str, int, int], bool] = {}
 
@@ -42,7 +42,7 @@ def _file_names_list(path: str) -> bool:
 def _arch_list_use(ii_path: str, command: str) -> bool:
     """Whether the text preprocessed into `ii_path` may depend on `__CUDA_ARCH_LIST__`: a file
     it read (every file gcc entered has a line marker) or another option names the macro."""
-    others = " ".join(a for a in command.split() if not a.startswith(_ARCH_LIST_DEF))
+    others = " ".join(a for a in command.split() if not a.startswith(ARCH_LIST_DEF))
     if "__CUDA_ARCH_LIST__" in others:
         return True
     with open(ii_path, "rb") as f:
@@ -51,7 +51,7 @@ def _arch_list_use(ii_path: str, command: str) -> bool:
     return any(_file_names_list(f) for f in files if not f.startswith("<"))
 
 
-def _record_arch_list_use(target, source, env):
+def record_arch_list_use(target, source, env):
     """Second half of a preprocess action: the list it used, or an empty record (the last
     target). The front end's preprocessed text is its own temporary: removed once read."""
     cmd = env.subst("$_OFFLOAD_NVCC_STEP", target=target, source=source)
@@ -66,7 +66,7 @@ def _record_arch_list_use(target, source, env):
     return 0
 
 
-def _rerun_if_list_used(env, pp, arch_list: str) -> None:
+def rerun_if_list_used(env, pp, arch_list: str) -> None:
     """Rerun the preprocess `pp` when its record (its last target) holds another arch list than
     `arch_list`."""
     try:

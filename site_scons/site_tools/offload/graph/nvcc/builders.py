@@ -1,4 +1,4 @@
-"""The builders of nvcc's steps: their actions (signed by the step's command, `_StepAction`),
+"""The builders of nvcc's steps: their actions (signed by the step's command, `StepAction`),
 the target names each step writes beside the object (emitters), their command strings, and the
 commands and flag variables (`flags`) the tool sets as defaults."""
 
@@ -14,7 +14,7 @@ from ...scons import actions as _actions
 from ...scons import nodes as _nodes
 from ..common import builder, stem
 from . import flags as _flags
-from .arch_list import _record_arch_list_use
+from .arch_list import record_arch_list_use
 
 
 COMMANDS = {
@@ -63,10 +63,10 @@ def _device_emitter(target, source, env):
     v = env["_OFFLOAD_NVCC_VARCH"]
     obj = target[0]
     return ([_beside(obj, f".{v}.ptx"), _beside(obj, f".{v}.cudafe1.stub.c")]
-            + [_beside(obj, _cubin_name(v, r)) for r in env["_OFFLOAD_NVCC_RARCHS"]]), source
+            + [_beside(obj, cubin_name(v, r)) for r in env["_OFFLOAD_NVCC_RARCHS"]]), source
 
 
-def _cubin_name(virtual: str, real: str) -> str:
+def cubin_name(virtual: str, real: str) -> str:
     return f".{real}.cubin" if virtual.split("_")[1] == real.split("_")[1] else f".{virtual}.{real}.cubin"
 
 
@@ -86,7 +86,7 @@ def _host_emitter(target, source, env):
 _NOT_SCANNED = SCons.Script.Scanner(lambda node, env, path: [], "offload-nvcc-none")
 
 
-def _StepAction(com_variable: str, **kw):
+def StepAction(com_variable: str, **kw):
     """One of nvcc's steps. Its signature is the step's command as the plan gives it, with every
     file name relative to the top directory (the source's absolute path too: a moved tree or a
     clone signs as this one does) and `__CUDA_ARCH_LIST__` left out, plus nvcc's identity,
@@ -113,9 +113,9 @@ def step_arch(env) -> str | None:
 
 def builders() -> dict:
     def b(comstr, kind, emitter, scanner=_NOT_SCANNED, record=False, check=False):
-        act = _StepAction(comstr[:-3], cmdstr="$" + comstr)
+        act = StepAction(comstr[:-3], cmdstr="$" + comstr)
         if record:
-            act = _actions.sequence([act, SCons.Action.Action(_record_arch_list_use, None)])
+            act = _actions.sequence([act, SCons.Action.Action(record_arch_list_use, None)])
         if check:  # the cubins and PTX it takes, checked first (`_consume`)
             act = _consume.with_device_check(act)
         return builder(action=act, emitter=emitter, source_scanner=scanner, report_kind=kind)

@@ -38,9 +38,9 @@ from . import plan as _nvcc_plan
 from . import steps as _nvcc_steps
 from .shell_words import shell_words
 from ..common import builder, pic_overrides, settings
-from .builders import _StepAction
-from .plan import Step, _Shape, _is_host_cc
-from .steps import _command, _intermediates, _step_signature, _word
+from .builders import StepAction
+from .plan import Step, PlanShape, is_host_cc
+from .steps import step_command, intermediates, step_signature, step_word
 
 _OUT = "offload_nvcc_plan_dlink.o"
 _INS = ("offload_nvcc_plan_in1.o", "offload_nvcc_plan_in2.o")   # two, to see where a step puts its inputs
@@ -84,7 +84,7 @@ class LinkPlan:
 
 
 def parse(text: str) -> LinkPlan:
-    """The graph plan of `nvcc --dryrun -dlink` output, or `_Shape` naming what is not recognised."""
+    """The graph plan of `nvcc --dryrun -dlink` output, or `PlanShape` naming what is not recognised."""
     env, argvs = _nvcc_plan.plan_lines(text)
     nvlinks, fatbins, hosts = [], [], []
     for argv in argvs:
@@ -94,26 +94,26 @@ def parse(text: str) -> LinkPlan:
             reg = next((a.split("=", 1)[1] for a in argv if a.startswith("--register-link-binaries=")), "")
             at = [i for i, a in enumerate(argv) if a in _INS]
             if not real or not _TMP.fullmatch(reg) or len(at) != 2 or at[1] != at[0] + 1:
-                raise _Shape("an nvlink step without an --arch, its register file and the link's inputs in a row")
-            nvlinks.append(Step(kind="nvlink", argv=argv, real=real, outputs=[_nvcc_plan._opt(argv, "-o"), reg]))
+                raise PlanShape("an nvlink step without an --arch, its register file and the link's inputs in a row")
+            nvlinks.append(Step(kind="nvlink", argv=argv, real=real, outputs=[_nvcc_plan.option_value(argv, "-o"), reg]))
         elif base == "fatbinary" and "-link" in argv:
             images = [a.split("file=", 1)[1] for a in argv if a.startswith("--image3=")]
             emb = next((a.split("=", 1)[1] for a in argv if a.startswith("--embedded-fatbin=")), "")
             if not emb.endswith(".c"):
-                raise _Shape("a fatbinary step without its --embedded-fatbin")
+                raise PlanShape("a fatbinary step without its --embedded-fatbin")
             fatbins.append(Step(kind="fatbin", argv=argv, inputs=images, outputs=[emb]))
-        elif _is_host_cc(argv[0]) and "-c" in argv and _nvcc_plan._opt(argv, "-o") == _OUT:
+        elif is_host_cc(argv[0]) and "-c" in argv and _nvcc_plan.option_value(argv, "-o") == _OUT:
             hosts.append(Step(kind="host", argv=argv))
         else:
-            raise _Shape(f"an unknown step '{base}'")
+            raise PlanShape(f"an unknown step '{base}'")
     if not nvlinks or len(fatbins) != 1 or len(hosts) != 1:
-        raise _Shape("not nvlink per arch, one fatbinary and one host compile")
+        raise PlanShape("not nvlink per arch, one fatbinary and one host compile")
     written = [s.outputs[0] for s in nvlinks]
     if fatbins[0].inputs != written:
-        raise _Shape("the fatbinary step does not take the nvlink steps' images")
+        raise PlanShape("the fatbinary step does not take the nvlink steps' images")
     host = " ".join(hosts[0].argv)
     if fatbins[0].outputs[0] not in host or nvlinks[0].outputs[1] not in host:
-        raise _Shape("the host compile does not include the fat binary and the register file")
+        raise PlanShape("the host compile does not include the fat binary and the register file")
     return LinkPlan(env=env, nvlinks=nvlinks, fatbin=fatbins[0], host=hosts[0])
 
 
@@ -132,10 +132,10 @@ def builders() -> dict:
     # cubins nvlink wrote; none of them would say which input was damaged.
     check = _consume.with_device_check
     return {
-        "_OffloadNvccNvlink": builder(action=check(_StepAction("OFFLOAD_NVCCNVLINKCOM",
+        "_OffloadNvccNvlink": builder(action=check(StepAction("OFFLOAD_NVCCNVLINKCOM",
                                                                cmdstr="$OFFLOAD_NVCCNVLINKCOMSTR")),
                                       report_kind="device-link"),
-        "_OffloadNvccDlinkSteps": builder(action=check(_StepAction("_OFFLOAD_NVCCDLINKSTEPCOM",
+        "_OffloadNvccDlinkSteps": builder(action=check(StepAction("_OFFLOAD_NVCCDLINKSTEPCOM",
                                                                    cmdstr="$OFFLOAD_NVCCDLINKCOMSTR")),
                                           report_kind="device-link"),
         "_OffloadNvccDlink": builder(action=check(SCons.Action.Action(
@@ -201,7 +201,7 @@ def device_link(env, target, objs, kw, pic=False) -> list:
         ins = [str(n) for n in inputs]
 
     def step(b, t, sources, cmd: str, sig: str | None = None, **more):
-        return b(t, sources, _OFFLOAD_NVCC_STEP=cmd, _OFFLOAD_NVCC_STEPSIG=_step_signature(sig or cmd, nvcc_id),
+        return b(t, sources, _OFFLOAD_NVCC_STEP=cmd, _OFFLOAD_NVCC_STEPSIG=step_signature(sig or cmd, nvcc_id),
                  **more, **base)
 
     linked = []
@@ -209,8 +209,8 @@ def device_link(env, target, objs, kw, pic=False) -> list:
         real = _archs.file_safe(st.real)
         cubin, regc = d.File(f"{name}.{real}.dlink.cubin"), d.File(f"{name}.{real}.dlink.reg.c")
         files = {_INS[0]: ins, _INS[1]: [], st.outputs[0]: _nodes.path(cubin, top), st.outputs[1]: _nodes.path(regc, top)}
-        made = step(env._OffloadNvccNvlink, [cubin, regc], inputs, _command(st, files), _OFFLOAD_NVCC_RARCH=st.real)
-        _intermediates(made)
+        made = step(env._OffloadNvccNvlink, [cubin, regc], inputs, step_command(st, files), _OFFLOAD_NVCC_RARCH=st.real)
+        intermediates(made)
         linked.append(made)
     # fatbinary -link of the linked images, then the host compile of nvcc's link stub, which
     # includes the fat binary and the register file by the names given in -D options: the
@@ -219,15 +219,15 @@ def device_link(env, target, objs, kw, pic=False) -> list:
     fatbin_c = d.File(name + ".dlink.fatbin.c")
     files = {tmp: _nodes.path(linked[i][0], top) for i, tmp in enumerate(plan.fatbin.inputs)}
     files[plan.fatbin.outputs[0]] = _nodes.path(fatbin_c, top)
-    fatbin = _command(plan.fatbin, files)
+    fatbin = step_command(plan.fatbin, files)
     emb, reg_tmp = plan.fatbin.outputs[0], plan.nvlinks[0].outputs[1]
 
     def host(path):
-        return _command(plan.host, {_OUT: _nodes.path(out, top), emb: path(fatbin_c), reg_tmp: path(reg)})
+        return step_command(plan.host, {_OUT: _nodes.path(out, top), emb: path(fatbin_c), reg_tmp: path(reg)})
 
     # fatbinary also writes the fat binary itself beside the .c (nvcc removes it): removed too.
-    cmd = " && ".join([fatbin, "rm -f " + _word(_nodes.path(fatbin_c, top)[:-2]), host(lambda n: _nodes.abspath(n))])
+    cmd = " && ".join([fatbin, "rm -f " + step_word(_nodes.path(fatbin_c, top)[:-2]), host(lambda n: _nodes.abspath(n))])
     sig = " && ".join([fatbin, host(lambda n: _nodes.path(n, top))])
     made = step(env._OffloadNvccDlinkSteps, [out, fatbin_c], [m[0] for m in linked] + [reg], cmd, sig)
-    _intermediates(made[1:])
+    intermediates(made[1:])
     return [made[0]]

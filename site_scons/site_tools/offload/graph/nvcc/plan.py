@@ -17,8 +17,8 @@ from .shell_words import _NotSimple, sh_words, shell_words
 from .variants import refuse_unbuilt_variants
 
 
-_PLAN_SRC = "offload_nvcc_plan_src.cu"
-_PLAN_OUT = "offload_nvcc_plan_out.o"
+PLAN_SRC = "offload_nvcc_plan_src.cu"
+PLAN_OUT = "offload_nvcc_plan_out.o"
 def temporaries(stem: str):
     """nvcc's temporary files of a plan whose source or output is named `<stem>.*`."""
     return re.compile(r"(?:/[^\s\"]*/)?tmpxft_[0-9a-f]+_[0-9a-f]+-\d+_" + stem + r"\.[A-Za-z0-9_.]+")
@@ -53,17 +53,17 @@ _plans: dict[str, Plan | None] = {}
 _noted: set[str] = set()
 
 
-def _is_host_cc(prog: str) -> bool:
+def is_host_cc(prog: str) -> bool:
     base = os.path.basename(prog)
     return bool(re.fullmatch(r"(?:.*-)?(?:gcc|g\+\+|c\+\+|cc|clang|clang\+\+|icpx|icx)(?:-\d+)?", base))
 
 
-class _Shape(Exception):
+class PlanShape(Exception):
     """The plan has a step this module does not know how to place in the graph."""
 
 
 def parse(text: str) -> Plan:
-    """The graph plan of `nvcc --dryrun -c` output, or `_Shape` naming what is not recognised."""
+    """The graph plan of `nvcc --dryrun -c` output, or `PlanShape` naming what is not recognised."""
     env, argvs = plan_lines(text)
     steps: list[Step] = []
     roles: dict[str, str] = {}          # temporary file -> role
@@ -75,7 +75,7 @@ def parse(text: str) -> Plan:
 
     def inp(tmp: str) -> str:
         if tmp not in roles:
-            raise _Shape(f"a step reads '{os.path.basename(tmp)}' that no earlier step wrote")
+            raise PlanShape(f"a step reads '{os.path.basename(tmp)}' that no earlier step wrote")
         return roles[tmp]
 
     for argv in argvs:
@@ -83,7 +83,7 @@ def parse(text: str) -> Plan:
         base = os.path.basename(prog)
         tmps = [t for a in argv for t in _TMP.findall(a)]
         step = Step(kind="", argv=argv)
-        if _is_host_cc(prog) and "-E" in argv:
+        if is_host_cc(prog) and "-E" in argv:
             arch = next((a.split("=", 1)[1] for a in argv if a.startswith("-D__CUDA_ARCH__=")), None)
             if arch:
                 # `__CUDA_ARCH__` is the arch's number only (900 for compute_90, compute_90a and
@@ -97,23 +97,23 @@ def parse(text: str) -> Plan:
         elif base == "cudafe++":
             step.kind = "fe"
             step.inputs = [inp(argv[-1])]
-            step.outputs = [out(_opt(argv, "--gen_c_file_name"), "cudafe1.cpp"),
-                            out(_opt(argv, "--module_id_file_name"), "module_id")]
-            step.stub = _opt(argv, "--stub_file_name")
+            step.outputs = [out(option_value(argv, "--gen_c_file_name"), "cudafe1.cpp"),
+                            out(option_value(argv, "--module_id_file_name"), "module_id")]
+            step.stub = option_value(argv, "--stub_file_name")
         elif base == "cicc":
-            v = _opt(argv, "-arch")
+            v = option_value(argv, "-arch")
             step.kind, step.virtual = "cicc", v
             step.inputs = [_claim(preprocessed, roles, inp(argv[argv.index("-o") - 1]), argv[argv.index("-o") - 1], v),
-                           inp(_opt(argv, "--module_id_file_name"))]
+                           inp(option_value(argv, "--module_id_file_name"))]
             step.outputs = [out(argv[argv.index("-o") + 1], f"ptx.{v}"),
-                            out(_opt(argv, "--gen_c_file_name"), f"cudafe1.c.{v}"),
-                            out(_opt(argv, "--stub_file_name"), f"stub.{v}"),
-                            out(_opt(argv, "--gen_device_file_name"), f"gpu.{v}")]
-            step.fatbin_c = _opt(argv, "--include_file_name")
+                            out(option_value(argv, "--gen_c_file_name"), f"cudafe1.c.{v}"),
+                            out(option_value(argv, "--stub_file_name"), f"stub.{v}"),
+                            out(option_value(argv, "--gen_device_file_name"), f"gpu.{v}")]
+            step.fatbin_c = option_value(argv, "--include_file_name")
         elif base == "ptxas" and "-o" not in argv:
             # PTX only (`code=compute_NN`): nvcc assembles the PTX to check it, keeping nothing.
             if len(tmps) != 1:
-                raise _Shape("a ptxas check without one input")
+                raise PlanShape("a ptxas check without one input")
             step.kind = "ptxas_check"
             step.inputs = [inp(tmps[0])]
             step.virtual = step.inputs[0].split(".", 1)[1]
@@ -121,7 +121,7 @@ def parse(text: str) -> Plan:
             real = next((a.split("=", 1)[1] for a in argv if a.startswith("-arch=")))
             src = [t for t in tmps if t != argv[argv.index("-o") + 1]]
             if len(src) != 1 or not real:
-                raise _Shape("a ptxas step without one input and an -arch")
+                raise PlanShape("a ptxas step without one input and an -arch")
             step.kind, step.real = "ptxas", real
             step.inputs = [inp(src[0])]
             step.virtual = step.inputs[0].split(".", 1)[1]
@@ -135,27 +135,27 @@ def parse(text: str) -> Plan:
             emb = next(a.split("=", 1)[1] for a in argv if a.startswith("--embedded-fatbin="))
             step.outputs = [out(emb, "fatbin.c")]
             step.side = emb[:-2] if emb.endswith(".c") else None
-        elif _is_host_cc(prog) and "-c" in argv:
+        elif is_host_cc(prog) and "-c" in argv:
             step.kind = "host"
             step.inputs = [inp(argv[argv.index("-o") - 1])]
-            if argv[argv.index("-o") + 1] != _PLAN_OUT:
-                raise _Shape("the host compile does not write the object")
+            if argv[argv.index("-o") + 1] != PLAN_OUT:
+                raise PlanShape("the host compile does not write the object")
         else:
-            raise _Shape(f"an unknown step '{base}'")
+            raise PlanShape(f"an unknown step '{base}'")
         steps.append(step)
     if preprocessed:
-        raise _Shape("a device preprocess whose text no cicc step reads")
+        raise PlanShape("a device preprocess whose text no cicc step reads")
     kinds = [s.kind for s in steps]
     if kinds.count("fe") != 1 or kinds.count("host_pp") != 1 or kinds.count("fatbin") != 1 \
             or kinds.count("host") != 1 or kinds[-1] != "host" or "cicc" not in kinds:
-        raise _Shape("not one front end, fat binary and host compile around per-arch device steps")
+        raise PlanShape("not one front end, fat binary and host compile around per-arch device steps")
     fe = steps[kinds.index("fe")]
     stub_owner = [s.virtual for s in steps if s.kind == "cicc"
-                  and os.path.basename(_opt(s.argv, "--stub_file_name")) == os.path.basename(fe.stub)]
+                  and os.path.basename(option_value(s.argv, "--stub_file_name")) == os.path.basename(fe.stub)]
     if len(stub_owner) != 1:
-        raise _Shape("no cicc step writes the stub the host compile includes")
+        raise PlanShape("no cicc step writes the stub the host compile includes")
     if len({s.virtual for s in steps if s.kind == "cicc"}) != kinds.count("cicc"):
-        raise _Shape("two cicc steps for one virtual arch")
+        raise PlanShape("two cicc steps for one virtual arch")
     return Plan(env=env, steps=steps, host_stub_arch=stub_owner[0])
 
 
@@ -167,20 +167,20 @@ def _claim(preprocessed: dict[str, Step], roles: dict[str, str], role: str, tmp:
     node of its own (`x.compute_90a.cpp1.ii`) when one source is built for several of them."""
     pp = preprocessed.pop(role, None)
     if pp is None:
-        raise _Shape("a cicc step that reads no device preprocess's text")
+        raise PlanShape("a cicc step that reads no device preprocess's text")
     m = re.fullmatch(r"compute_(\d+)[a-z]?", virtual)
     if not m or pp.virtual != f"compute_{m.group(1)}":
-        raise _Shape(f"cicc -arch {virtual} reads the text preprocessed for {pp.virtual}")
+        raise PlanShape(f"cicc -arch {virtual} reads the text preprocessed for {pp.virtual}")
     pp.virtual = virtual
     roles[tmp] = pp.outputs[0] = f"ii.{virtual}"
     return roles[tmp]
 
 
-def _opt(argv: list[str], name: str) -> str:
+def option_value(argv: list[str], name: str) -> str:
     try:
         return argv[argv.index(name) + 1]
     except (ValueError, IndexError):
-        raise _Shape(f"a step without {name}") from None
+        raise PlanShape(f"a step without {name}") from None
 
 
 def split_wanted(env) -> bool:
@@ -196,8 +196,8 @@ def plan_for(env, o: dict, target=None, source=None) -> Plan | None:
     the split is not wanted (`split_wanted`). An arch variant nvcc does not build is refused
     first, whether split or not (`refuse_unbuilt_variants`)."""
     refuse_unbuilt_variants(env, o, source)
-    return dryrun(env, o, "$OFFLOAD_NVCC --dryrun -c -o " + _PLAN_OUT + " $_OFFLOAD_NVCC_GENCODE $OFFLOAD_NVCCFLAGS "
-                  "$_OFFLOAD_NVCC_HOSTFLAGS $_OFFLOAD_NVCC_CPPFLAGS " + _PLAN_SRC, parse,
+    return dryrun(env, o, "$OFFLOAD_NVCC --dryrun -c -o " + PLAN_OUT + " $_OFFLOAD_NVCC_GENCODE $OFFLOAD_NVCCFLAGS "
+                  "$_OFFLOAD_NVCC_HOSTFLAGS $_OFFLOAD_NVCC_CPPFLAGS " + PLAN_SRC, parse,
                   "nvcc's plan is not split per arch", "one nvcc -c per source instead", target, source)
 
 
@@ -232,7 +232,7 @@ def dryrun(env, o: dict, template: str, parser, what: str, instead: str, target=
                 _plans[key] = None
         except (OSError, subprocess.SubprocessError, ValueError) as exc:
             _plans[key], why = None, f"nvcc --dryrun did not run ({exc})"
-        except _Shape as exc:
+        except PlanShape as exc:
             _plans[key], why = None, str(exc)
         if why and key not in _noted:
             _noted.add(key)
@@ -249,7 +249,7 @@ def _not_nvcc(env, program: str, plan_env: dict[str, str]) -> bool:
     from ...toolchain import discovery as _toolchain
     here = plan_env.get("_HERE_")
     if not here:
-        raise _Shape("the plan does not say where nvcc is (_HERE_)")
+        raise PlanShape("the plan does not say where nvcc is (_HERE_)")
     path = _toolchain.resolve(env, program)
     nvcc = os.path.join(here, "nvcc")
     if path and (_same_file(path, nvcc) or _only_execs(path, nvcc)):
@@ -311,7 +311,7 @@ def plan_lines(text: str):
         try:
             argv = sh_words(raw, env)
         except _NotSimple as exc:
-            raise _Shape(f"a step that is not a simple command ({exc})") from None
+            raise PlanShape(f"a step that is not a simple command ({exc})") from None
         if argv and os.path.basename(argv[0]) != "rm":
             argvs.append(argv)
     return env, argvs

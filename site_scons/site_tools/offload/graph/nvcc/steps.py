@@ -1,7 +1,7 @@
 """The split graph: the nodes of one source's compile along nvcc's plan (`split_object`), each
-step's command line with nvcc's temporaries renamed to the nodes' files (`_command`) and its
-signature (`_step_signature`), and the decider of the files between the steps
-(`_intermediates`). Shared with nvcc's device link (`device_link`)."""
+step's command line with nvcc's temporaries renamed to the nodes' files (`step_command`) and its
+signature (`step_signature`), and the decider of the files between the steps
+(`intermediates`). Shared with nvcc's device link (`device_link`)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ import shlex
 from ...scons import nodes as _nodes
 from ..protocol import Parts
 from ..common import stem
-from .arch_list import _ARCH_LIST_DEF, _rerun_if_list_used
-from .builders import _cubin_name
-from .plan import _PLAN_OUT, _PLAN_SRC, Plan, Step, _opt
+from .arch_list import ARCH_LIST_DEF, rerun_if_list_used
+from .builders import cubin_name
+from .plan import PLAN_OUT, PLAN_SRC, Plan, Step, option_value
 
 
-def _command(step: Step, files: dict, src: str = "", srcabs: str = "") -> str:
+def step_command(step: Step, files: dict, src: str = "", srcabs: str = "") -> str:
     """The step's command line for SCons: nvcc's temporaries replaced by the nodes' files
     (`files`: a temporary, or its base name where nvcc gives one for an `#include`, -> a file
     name, or a list of names for an argument that stands for several; in part of an argument
@@ -25,35 +25,35 @@ def _command(step: Step, files: dict, src: str = "", srcabs: str = "") -> str:
     each argument quoted for the shell, with `$` escaped for SCons, so that the step gets the
     words nvcc would give it whatever the file names hold."""
     parts, prev = [], ""
-    partial = sorted((k for k, v in files.items() if isinstance(v, str) and k not in (_PLAN_SRC, _PLAN_OUT)),
+    partial = sorted((k for k, v in files.items() if isinstance(v, str) and k not in (PLAN_SRC, PLAN_OUT)),
                      key=len, reverse=True)
     for raw in step.argv:
         a = raw
-        if a == _PLAN_SRC and src:
-            parts.append(_word(srcabs if prev == "--orig_src_path_name" and srcabs else src))
+        if a == PLAN_SRC and src:
+            parts.append(step_word(srcabs if prev == "--orig_src_path_name" and srcabs else src))
         elif a in files:
             v = files[a]
-            parts.extend(_word(x) for x in ([v] if isinstance(v, str) else v))
-        elif a.startswith(_ARCH_LIST_DEF):
-            parts.append(f"$( {_word(a)} $)")     # in the signature only where used (see `_arch_list_use`)
+            parts.extend(step_word(x) for x in ([v] if isinstance(v, str) else v))
+        elif a.startswith(ARCH_LIST_DEF):
+            parts.append(f"$( {step_word(a)} $)")     # in the signature only where used (see `_arch_list_use`)
         else:
             for tmp in partial:
                 a = a.replace(tmp, files[tmp])
-            parts.append(_word(a))
+            parts.append(step_word(a))
         prev = raw
     return " ".join(parts)
 
 
-def _word(arg: str) -> str:
+def step_word(arg: str) -> str:
     """One argument on a step's command line: quoted for the shell, `$` escaped for SCons."""
     return shlex.quote(arg).replace("$", "$$")
 
 
-def _step_signature(cmd: str, nvcc_id: str) -> str:
+def step_signature(cmd: str, nvcc_id: str) -> str:
     return re.sub(r"(?<!\$)\$\( \S+ \$\)", "", cmd) + "\0" + nvcc_id
 
 
-def _intermediates(nodes) -> None:
+def intermediates(nodes) -> None:
     """The files nvcc's steps write and its next steps read are decided changed by their
     timestamp, then their content (`scons.nodes.decide_by_timestamp_then_content`): with the
     default 'content' decider SCons would hash the megabytes of preprocessed text per source and
@@ -104,13 +104,13 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
         # other file: a moved tree or a second clone signs its steps as this one does, so they
         # are up to date or taken from a `CacheDir`, and keep the module ID of where they were
         # first built (as the one `nvcc -c`'s object does under SCons), unique per source still.
-        return _command(st, files, src, "" if sign else srcabs)
+        return step_command(st, files, src, "" if sign else srcabs)
 
     base = dict(o, ENV=step_env, _OFFLOAD_NVCC_SRC=src.replace("$", "$$"))
     nvcc_id = senv.subst("$_OFFLOAD_NVCC_ID")
 
     def step(b, sources, cmd: str, sig: str | None = None, **kw):
-        return b(fat, sources, _OFFLOAD_NVCC_STEP=cmd, _OFFLOAD_NVCC_STEPSIG=_step_signature(sig or cmd, nvcc_id),
+        return b(fat, sources, _OFFLOAD_NVCC_STEP=cmd, _OFFLOAD_NVCC_STEPSIG=step_signature(sig or cmd, nvcc_id),
                  **kw, **base)
     node_of: dict[str, object] = {}  # role -> node
     fe_step = next(st for st in plan.steps if st.kind == "fe")
@@ -120,19 +120,19 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
 
     # Front end: host preprocess (its text a temporary of this node), then cudafe++.
     fatbin_c_name = f"{stem(fat)}.fatbin.c"
-    arch_list = next((a[len(_ARCH_LIST_DEF):] for a in host_pp.argv if a.startswith(_ARCH_LIST_DEF)), "")
+    arch_list = next((a[len(ARCH_LIST_DEF):] for a in host_pp.argv if a.startswith(ARCH_LIST_DEF)), "")
     base["_OFFLOAD_NVCC_ARCHLIST"] = arch_list
     ii = path(".cpp4.ii")
     fe_files = {fe_step.argv[-1]: ii,
-                _opt(fe_step.argv, "--gen_c_file_name"): path(".cudafe1.cpp"),
-                _opt(fe_step.argv, "--module_id_file_name"): path(".module_id"),
+                option_value(fe_step.argv, "--gen_c_file_name"): path(".cudafe1.cpp"),
+                option_value(fe_step.argv, "--module_id_file_name"): path(".module_id"),
                 os.path.basename(fe_step.stub): f"{stem(fat)}.cudafe1.stub.c"}
     cmd, sig = (command(host_pp, {_out(host_pp): ii}, sign) + " && " + command(fe_step, fe_files, sign)
                 for sign in (False, True))
     fe = step(env._OffloadNvccFrontEnd, s, cmd, sig, _OFFLOAD_NVCC_II=os.path.join(_nodes.abspath(top), ii),
               _OFFLOAD_NVCC_II_TEMP=True)
-    _rerun_if_list_used(env, fe, arch_list)
-    _intermediates(fe)
+    rerun_if_list_used(env, fe, arch_list)
+    intermediates(fe)
     node_of.update({"cudafe1.cpp": fe[0], "module_id": fe[1]})
 
     # Per virtual arch: preprocess, then cicc and the ptxas of each of its SASS archs.
@@ -142,29 +142,29 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
             v = st.virtual
             pp = step(env._OffloadNvccPreprocess, s, command(st, {_out(st): path(f".{v}.cpp1.ii")}),
                       _OFFLOAD_NVCC_VARCH=v, _OFFLOAD_NVCC_II=os.path.join(_nodes.abspath(top), path(f".{v}.cpp1.ii")))
-            _rerun_if_list_used(env, pp, arch_list)
-            _intermediates(pp)
+            rerun_if_list_used(env, pp, arch_list)
+            intermediates(pp)
             node_of[f"ii.{v}"] = pp[0]
         elif st.kind == "cicc":
             v = st.virtual
             ptx = path(f".{v}.ptx")
             files = {st.argv[st.argv.index("-o") - 1]: path(f".{v}.cpp1.ii"),
-                     _opt(st.argv, "--module_id_file_name"): path(".module_id"),
+                     option_value(st.argv, "--module_id_file_name"): path(".module_id"),
                      _out(st): ptx,
-                     _opt(st.argv, "--gen_c_file_name"): ptx + ".cudafe1.c",
-                     _opt(st.argv, "--stub_file_name"): path(f".{v}.cudafe1.stub.c"),
-                     _opt(st.argv, "--gen_device_file_name"): ptx + ".cudafe1.gpu",
+                     option_value(st.argv, "--gen_c_file_name"): ptx + ".cudafe1.c",
+                     option_value(st.argv, "--stub_file_name"): path(f".{v}.cudafe1.stub.c"),
+                     option_value(st.argv, "--gen_device_file_name"): ptx + ".cudafe1.gpu",
                      os.path.basename(st.fatbin_c): fatbin_c_name}
             # cicc's own C and device files are read by no later step: removed, as nvcc does.
-            cmds = [command(st, files), f"rm -f {_word(ptx + '.cudafe1.c')} {_word(ptx + '.cudafe1.gpu')}"]
+            cmds = [command(st, files), f"rm -f {step_word(ptx + '.cudafe1.c')} {step_word(ptx + '.cudafe1.gpu')}"]
             ptxas = [p for p in plan.steps if p.kind == "ptxas" and p.virtual == v]
             for p in ptxas:
-                cmds.append(command(p, {_out(st): ptx, _out(p): path(_cubin_name(v, p.real))}))
+                cmds.append(command(p, {_out(st): ptx, _out(p): path(cubin_name(v, p.real))}))
             cmds.extend(command(p, {_out(st): ptx}) for p in plan.steps if p.kind == "ptxas_check" and p.virtual == v)
             sig = " && ".join([command(st, files, sign=True)] + cmds[1:])
             made = step(env._OffloadNvccDevice, [node_of[f"ii.{v}"], node_of["module_id"]], " && ".join(cmds), sig,
                         _OFFLOAD_NVCC_VARCH=v, _OFFLOAD_NVCC_RARCHS=[p.real for p in ptxas])
-            _intermediates(made)
+            intermediates(made)
             node_of.update({f"ptx.{v}": made[0], f"stub.{v}": made[1]})
             for i, p in enumerate(ptxas):
                 node_of[p.outputs[0]] = made[2 + i]
@@ -182,13 +182,13 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
     emb = next(a.split("=", 1)[1] for a in fatbin_step.argv if a.startswith("--embedded-fatbin="))
     files[emb] = path(".fatbin.c")
     fatbin = step(env._OffloadNvccFatbinary, images, command(fatbin_step, files))
-    _intermediates(fatbin)
+    intermediates(fatbin)
 
     # Host compile: the stub nvcc would include copied to the name cudafe++ wrote into the
     # .cudafe1.cpp, then nvcc's host compile of it (the stub includes the .fatbin.c).
-    hfiles = {host_step.argv[host_step.argv.index("-o") - 1]: path(".cudafe1.cpp"), _PLAN_OUT: _nodes.path(fat, top)}
+    hfiles = {host_step.argv[host_step.argv.index("-o") - 1]: path(".cudafe1.cpp"), PLAN_OUT: _nodes.path(fat, top)}
     stub = path(f".{plan.host_stub_arch}.cudafe1.stub.c")
-    cmd = f"cp -f {_word(stub)} {_word(path('.cudafe1.stub.c'))} && " + command(host_step, hfiles)
+    cmd = f"cp -f {step_word(stub)} {step_word(path('.cudafe1.stub.c'))} && " + command(host_step, hfiles)
     made = step(env._OffloadNvccHost, [node_of["cudafe1.cpp"], node_of[f"stub.{plan.host_stub_arch}"], fatbin[0]], cmd)
     obj = made[0]
     _nodes.marks(obj).offload_parts = Parts(host=obj, devices=devices, package=fatbin[0])
