@@ -128,6 +128,33 @@ def test_every_module_has_a_tier():
         tier(module)
 
 
+#: The SCons tool's layers, lowest first (docs/architecture.md): the door to SCons; asking
+#: compilers; what the settings mean; building the graph (nodes, flavours, distribution, insight,
+#: and the helper scripts its steps run); the tool's entry.
+TOOL_LAYERS = {"scons": 0, "toolchain": 1, "settings": 2, "graph": 3, "flavours": 3, "dist": 3, "insight": 3,
+               "_package_embed": 3, "_device_link": 3, "offload": 4,
+               # the table of callable variables names functions of every layer: only the entry reads it
+               "settings.variables": 4}
+
+
+def tool_layer(module: str) -> int:
+    name = module.split(".", 1)[1] if "." in module else module
+    for key in (name, name.split(".")[0]):
+        if key in TOOL_LAYERS:
+            return TOOL_LAYERS[key]
+    raise AssertionError(f"{module}: no layer in TOOL_LAYERS")
+
+
+def test_the_scons_tool_layers_import_downwards():
+    """A module imports its own layer and those below: `scons/` nothing of the tool, `toolchain/`
+    only `scons/`, `settings/` those two; `settings.variables`, which names the callables of
+    every layer, only `generate` imports."""
+    graph = import_graph(TOOL)
+    wrong = [f"{m} -> {d}" for m, deps in sorted(graph.items()) for d in sorted(deps) if tool_layer(d) > tool_layer(m)]
+    assert not wrong, "a lower layer of the SCons tool imports a higher one: " + ", ".join(wrong)
+    readers = sorted(m for m, deps in graph.items() if "offload.settings.variables" in deps)
+    assert readers == ["offload"], readers
+
 @pytest.mark.parametrize("graph, cycle", [
     ({"a": {"b"}, "b": {"c"}, "c": {"a"}}, ["a", "b", "c", "a"]),
     ({"a": {"b"}, "b": set(), "c": {"a", "b"}}, None),

@@ -4,7 +4,7 @@ registry of nodes already made.
 Public builders are pseudo-builders (`env.AddMethod`) that fan out into hidden real builders
 (`_Offload*` in `env['BUILDERS']`) with per-call overrides, so each (source, arch) is its own node:
 its own `-j` task, its own incremental decision and its own cache entry. Each builder module
-(`_compile`, `_link`, `_bundling`) declares its own commands (`COMMANDS`), messages (`COMSTRS`),
+(`graph.compile`, `graph.link`, `graph.bundling`, ...) declares its own commands (`COMMANDS`), messages (`COMSTRS`),
 hidden builders (`builders()`) and public pseudo-builders (`PSEUDO_BUILDERS`): adding a builder
 touches that one module."""
 

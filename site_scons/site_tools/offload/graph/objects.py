@@ -34,7 +34,7 @@ def OffloadObject(env, source, target=None, **kw):
 
 def offload_object(env, s, target, kw, pic=False):
     """The object of source `s` (made once per object: a second request with other settings is
-    an error naming it, see `_builders.Registry`)."""
+    an error naming it, see `graph.common.Registry`)."""
     senv = settings(env, kw)
     lang = _languages.language_of(s, senv)
     if lang.offload_kind is None:
@@ -98,7 +98,7 @@ COMSTRS: dict = {}
 
 
 def builders() -> dict:
-    return {}   # the flavours' builders are their modules' (`_compile`, `_nvcc`)
+    return {}   # the flavours' builders are their modules' (`graph.compile`, `graph.nvcc`)
 
 
 PSEUDO_BUILDERS = [OffloadObject]

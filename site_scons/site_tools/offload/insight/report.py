@@ -48,7 +48,7 @@ from .report_page import HOST_GROUP, fmt_bytes
 SCHEMA = "offload-build-report/1"
 
 #: SCons's own builders whose targets are final binaries (the tool's say so themselves:
-#: `_builders.reported`): their device bytes per arch are measured.
+#: `graph.common.reported`): their device bytes per arch are measured.
 FINAL_BUILDERS = {"Program", "SharedLibrary", "LoadableModule", "StaticLibrary", "Library"}
 #: Kind -> the word the action's line starts with (its COMSTR), for labels.
 WORDS = {"host-ir": "HOSTIR", "host-compile": "HOST", "device-compile": "DEVICE", "nvcc-compile": "NVCC", "device-link": "DEVICELINK",

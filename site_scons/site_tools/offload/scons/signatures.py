@@ -7,7 +7,7 @@ override environment of its own, so SCons substitutes each command line in full 
 callables included: at 100 sources x 4 archs that was ~45% of a null build.
 
 Nodes that share an environment differ only in their targets and sources, and the tool gives
-compiles with equal overrides one environment (`_builders.group_env`). So the command is substituted once for such a group with stand-in strings for
+compiles with equal overrides one environment (`graph.common.group_env`). So the command is substituted once for such a group with stand-in strings for
 the targets and sources (`@offload:t0@`, `@offload:s0@`, ...), and each node's signature is that text
 with the stand-ins replaced by what SCons itself writes for a node in a signature (its name,
 `for_signature()`). The result is byte-identical to SCons's own `get_presig`, so it changes exactly
@@ -135,7 +135,7 @@ class GroupSignatureAction(SCons.Action.CommandAction):
         None where SCons's own per-node computation must answer."""
         if _scons_hooks.reading_sconscripts():
             return None
-        # Compiles with equal overrides share one environment (`_builders.group_env`; their
+        # Compiles with equal overrides share one environment (`graph.common.group_env`; their
         # builders add no per-call overrides), so the environment itself names the group.
         key = (id(env), len(target), len(source))
         memo = self._templates.get(key)

@@ -2,10 +2,10 @@
 (`CALLABLES`: `OFFLOAD_CLANGXX`, the launchers, the `_OFFLOAD_*` words commands substitute).
 
 The callables live with what they are about, and this module only names them: the compiler's
-answers in `_toolchain`, the launchers in `_launchers`, a language's vendor flags in `_languages`,
-the library steps' shared words in `_builders`, and a builder module's own words in that module
-(`_compile`, `_bundling`, `_link`). No module of the tool but `_setup` imports this one, so it
-may import any of them."""
+answers in `toolchain.discovery`, the launchers in `dist.launchers`, a language's vendor flags in
+`settings.languages`, the library steps' shared words in `graph.common`, and a builder module's
+own words in that module (`graph.compile`, `graph.bundling`, `graph.link`). No module of the tool
+but `generate` (the package's `__init__`) imports this one, so it may import any of them."""
 
 from __future__ import annotations
 
