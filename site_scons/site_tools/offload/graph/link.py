@@ -32,6 +32,7 @@ from ..settings import checks as _settings_check
 from ..toolchain import discovery as _toolchain
 from ..toolchain import installations as _installations
 from . import consume as _consume
+from . import memory_budget as _memory
 from ..settings.archs import archs_for, file_safe
 from .common import (COMPILER_VARS, LIBRARY_VARS, PACKAGE_EMBED, TOOL_DIR, action, builder, canonical, cleaning,
                      node, nodes, package_embed_builder, registry, settings)
@@ -173,16 +174,22 @@ def builders() -> dict:
     return {
         "_OffloadCarrier": package_embed_builder("OFFLOAD_CARRIERCOM", emitter=_carrier_emitter),
         # (the bitcode it links is checked first: `_consume`)
-        "_OffloadDeviceLink": builder(action=_consume.with_device_check(
+        # The links run within the memory budget (`_memory`: OFFLOAD_LINK_MEMORY), whatever -j says.
+        "_OffloadDeviceLink": builder(action=_actions.budgeted(_consume.with_device_check(
                                           action("OFFLOAD_DEVICELINKCOM", COMPILER_VARS + LIBRARY_VARS)),
+                                          _memory.hold("DEVICELINK")),
                                       emitter=_devicelink_emitter, report_kind="device-link"),
-        "_OffloadLink": builder(action=action("OFFLOAD_LINKCOM", COMPILER_VARS),
+        "_OffloadLink": builder(action=_actions.budgeted(action("OFFLOAD_LINKCOM", COMPILER_VARS),
+                                                         _memory.hold("LINK")),
                                 target_scanner=_actions.program_scanner(), report_kind="link",
                                 final_binary=True),
-        "_OffloadShLink": builder(action=action("OFFLOAD_SHLINKCOM", COMPILER_VARS),
+        "_OffloadShLink": builder(action=_actions.budgeted(action("OFFLOAD_SHLINKCOM", COMPILER_VARS),
+                                                           _memory.hold("LINK")),
                                   target_scanner=_actions.program_scanner(), report_kind="link",
                                   final_binary=True),
-        "_OffloadReloc": builder(action=action("OFFLOAD_RELOCCOM", COMPILER_VARS), report_kind="relocatable-link"),
+        "_OffloadReloc": builder(action=_actions.budgeted(action("OFFLOAD_RELOCCOM", COMPILER_VARS),
+                                                          _memory.hold("RELOCATABLE")),
+                                 report_kind="relocatable-link"),
         "_OffloadAr": builder(action=action("OFFLOAD_ARCOM", []), report_kind="archive", final_binary=True),
         "_OffloadLdScript": builder(action=SCons.Action.Action(_write_ldscript, "$OFFLOAD_LDSCRIPTSTR",
                                                                varlist=["_OFFLOAD_LDSCRIPT"]),
@@ -196,6 +203,7 @@ def builders() -> dict:
 def _link_overrides(env, objs, kw, target=None) -> dict:
     senv = settings(env, kw)
     _compile.require_clang(senv)
+    _memory.check(senv)
     known = [getattr(_nodes.marks(o), "offload_lang", "") for o in objs]
     langs = sorted({lang for lang in known if lang and getattr(_languages.LANGUAGES.get(lang), "offload_kind", "")
                     is not None})  # the offload languages (no plain host objects)

@@ -1,7 +1,7 @@
 """The build cost report: `scons --offload-report=report.html`, or `env.OffloadBuildReport('report.html')`.
 
 While the build runs, every action is recorded with its arch, language, sources, wall and CPU
-time, output bytes and worker lane; at the end the tool writes, beside the page:
+time, output bytes, peak memory and worker lane; at the end the tool writes, beside the page:
 
 * `report.json`: the records (schema `offload-build-report/1`, docs/scons-tool.md), plus the
   device bytes each arch takes in each final binary (read back with `offload_tool`'s inspector);
@@ -14,7 +14,7 @@ lane. With a report asked for, the tool has SCons use a subclass of its task tha
 `execute()` (`_scons_hooks.time_build_tasks`; a `CacheDir` hit is an action too: recorded as
 `cached`, with zero compile time) and counts the CPU of the thread (in-process steps) and of the
 commands it spawns (`SPAWN` of the tool's environments, where it is SCons's POSIX default, waits
-for each command with `os.wait4`, which returns that command's CPU). Without a report nothing of
+for each command with `os.wait4`, which returns that command's CPU and peak resident size). Without a report nothing of
 this is installed; where this SCons's task cannot be timed the report is off, said once (the
 build goes on).
 
@@ -67,6 +67,8 @@ def _spawn(sh, escape, cmd, args, env):
     proc.returncode = os.waitstatus_to_exitcode(status)
     state = _scons_hooks.thread_state
     state.children_cpu = getattr(state, "children_cpu", 0.0) + usage.ru_utime + usage.ru_stime
+    # the largest resident size of the command or a process it waited for (KiB on Linux)
+    state.children_peak = max(getattr(state, "children_peak", 0), usage.ru_maxrss * 1024)
     return proc.returncode
 
 
@@ -105,14 +107,17 @@ class Recorder:
 
     def done(self, targets, start: float, end: float, cpu: float, status: str) -> None:
         measured = all(_nodes.build_env(t).get("SPAWN") is _spawn for t in targets[:1])
-        self.add(targets, start, end, cpu if measured else None, status)
+        state = _scons_hooks.thread_state  # this worker thread's: the task's commands ran in it
+        peak, state.children_peak = getattr(state, "children_peak", 0), 0
+        self.add(targets, start, end, cpu if measured else None, status, peak if measured else None)
 
     def lane(self) -> int:
         ident = threading.get_ident()
         with self.lock:
             return self.lanes.setdefault(ident, len(self.lanes))
 
-    def add(self, targets, start: float, end: float, cpu: float | None, status: str) -> None:
+    def add(self, targets, start: float, end: float, cpu: float | None, status: str,
+            peak: int | None = None) -> None:
         try:
             record = describe(targets)
         except Exception as exc:  # never break the build over its report
@@ -121,7 +126,8 @@ class Recorder:
                       "builder": "", "bytes": 0}
         cached = status == "cached"
         record.update(status=status, start_s=start, end_s=end, wall_s=0.0 if cached else end - start,
-                      retrieve_s=end - start if cached else 0.0, cpu_s=0.0 if cached else cpu, lane=self.lane())
+                      retrieve_s=end - start if cached else 0.0, cpu_s=0.0 if cached else cpu, lane=self.lane(),
+                      peak_rss_bytes=None if cached or not peak else peak)
         with self.lock:
             self.records.append(record)
 
@@ -191,6 +197,24 @@ class Recorder:
 
 RECORDER = Recorder()
 
+_peaks: dict[str, dict[str, int]] = {}
+
+
+def recorded_peak(node) -> int | None:
+    """The peak memory (`peak_rss_bytes`) the last report recorded for the action that makes
+    `node`, or None: no report on in this build, none written before, or no such record. Read
+    from the previous report once per build (`graph.memory_budget`'s estimates)."""
+    if RECORDER.path is None:
+        return None
+    js = os.path.splitext(RECORDER.path)[0] + ".json"
+    with RECORDER.lock:
+        peaks = _peaks.get(js)
+        if peaks is None:
+            peaks = _peaks[js] = {t: r["peak_rss_bytes"] for r in _previous_records(js)
+                                  if isinstance(r.get("peak_rss_bytes"), int) and r["peak_rss_bytes"] > 0
+                                  for t in r["targets"]}
+    return peaks.get(_path(node))
+
 
 def _is_action(node) -> bool:
     """Whether a node SCons considered is built by an action the report would time (as the
@@ -240,6 +264,18 @@ def _image_arch(node) -> str | None:
     return image.get("arch") if image else None
 
 
+def file_bytes(nodes) -> int:
+    """The bytes of the files of `nodes` that exist (an action's targets; a link's inputs:
+    `graph.memory_budget`)."""
+    size = 0
+    for x in nodes:
+        try:
+            size += os.path.getsize(_nodes.abspath(x))
+        except OSError:
+            pass
+    return size
+
+
 def describe(targets) -> dict:
     """The report fields of an action that do not depend on its timing."""
     t = targets[0]
@@ -260,12 +296,7 @@ def describe(targets) -> dict:
     source = _nodes.path(sources[0].srcnode()) if kind in _COMPILES and sources else _path(targets[-1])
     slot = target.replace(file_safe(arch), "{arch}") if arch else target
     label = " ".join(x for x in (WORDS.get(kind, kind.upper()), arch, source) if x)
-    size = 0
-    for x in targets:
-        try:
-            size += os.path.getsize(_nodes.abspath(x))
-        except OSError:
-            pass
+    size = file_bytes(targets)
     return {"kind": kind, "builder": name, "label": label, "targets": [_path(x) for x in targets],
             "sources": [_nodes.path(s) for s in sources], "source": source, "arch": arch, "archs": archs,
             "lang": getattr(_nodes.marks(t), "offload_lang", None), "slot": slot, "bytes": size}

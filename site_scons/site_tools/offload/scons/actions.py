@@ -116,6 +116,42 @@ class CompileAction(_signatures.GroupSignatureAction):
                 self._cleanup(*_all(target, source, executor), env)
 
 
+class _Budgeted:
+    """Mixin of `budgeted`: the action's run (its command shown, then executed) inside
+    `self._offload_hold(targets, sources, env)`; `scons -n` shows it without waiting."""
+
+    __slots__ = ()
+    _offload_hold = None
+
+    def __call__(self, target, source, env, *args, **kw):
+        execute = kw.get("execute", args[3] if len(args) > 3 else SCons.Action._null)
+        if execute is SCons.Action._null:
+            execute = SCons.Action.execute_actions
+        if not execute or self._offload_hold is None:
+            return super().__call__(target, source, env, *args, **kw)
+        executor = kw.get("executor", args[5] if len(args) > 5 else None)
+        with self._offload_hold(*_all(target, source, executor), env):
+            return super().__call__(target, source, env, *args, **kw)
+
+
+_budgeted_classes: dict[type, type] = {}
+
+
+def budgeted(act, hold):
+    """`act` (any action: a command, a `sequence`, `$VAR`) run inside `hold(target, source, env)`,
+    a context manager entered before its command line is shown and run, and left when it ended (a
+    memory budget makes it wait there: `graph.memory_budget`). The same action otherwise: its
+    signature, command lines and class's methods are `act`'s (a subclass of its class)."""
+    cls = type(act)
+    sub = _budgeted_classes.get(cls)
+    if sub is None:
+        sub = _budgeted_classes[cls] = type("Budgeted" + cls.__name__, (_Budgeted, cls), {})
+    made = object.__new__(sub)  # `act`'s state in an instance of the subclass
+    made.__dict__.update(vars(act))
+    made._offload_hold = hold
+    return made
+
+
 def _all(target, source, executor):
     """The action's targets and sources: the executor's (all of a multi-target action's) when
     SCons passes one."""

@@ -28,10 +28,12 @@ from dataclasses import dataclass
 
 import SCons.Action
 
+from ...scons import actions as _actions
 from ...scons import nodes as _nodes
 from ...flavours import registry as _flavours
 from ...settings import archs as _archs
 from .. import consume as _consume
+from .. import memory_budget as _memory
 from . import cleaning as _nvcc_cleaning
 from . import flags as _nvcc_flags
 from . import plan as _nvcc_plan
@@ -130,16 +132,18 @@ def builders() -> dict:
     # Each step first checks the device code it takes (`_consume.with_device_check`): nvlink and
     # the one `nvcc -dlink` read the objects' relocatable device code, the fat binary step the
     # cubins nvlink wrote; none of them would say which input was damaged.
-    check = _consume.with_device_check
+    # nvlink and `nvcc -dlink` run within the memory budget (`_memory`: OFFLOAD_LINK_MEMORY).
+    def check(act, word):
+        return _actions.budgeted(_consume.with_device_check(act), _memory.hold(word))
     return {
         "_OffloadNvccNvlink": builder(action=check(StepAction("OFFLOAD_NVCCNVLINKCOM",
-                                                               cmdstr="$OFFLOAD_NVCCNVLINKCOMSTR")),
+                                                               cmdstr="$OFFLOAD_NVCCNVLINKCOMSTR"), "NVCC-NVLINK"),
                                       report_kind="device-link"),
         "_OffloadNvccDlinkSteps": builder(action=check(StepAction("_OFFLOAD_NVCCDLINKSTEPCOM",
-                                                                   cmdstr="$OFFLOAD_NVCCDLINKCOMSTR")),
+                                                                   cmdstr="$OFFLOAD_NVCCDLINKCOMSTR"), "NVCC-DLINK"),
                                           report_kind="device-link"),
         "_OffloadNvccDlink": builder(action=check(SCons.Action.Action(
-            "$OFFLOAD_NVCCDLINKCOM", "$OFFLOAD_NVCCDLINKCOMSTR", varlist=["_OFFLOAD_NVCC_ID"])),
+            "$OFFLOAD_NVCCDLINKCOM", "$OFFLOAD_NVCCDLINKCOMSTR", varlist=["_OFFLOAD_NVCC_ID"]), "NVCC-DLINK"),
                                      report_kind="device-link"),
     }
 
