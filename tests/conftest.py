@@ -61,8 +61,9 @@ def run_cli(module: str, *args, **kw) -> subprocess.CompletedProcess:
 
 
 def inspect_json(path) -> list[dict]:
-    """The device images `offload-tool inspect --json` lists in `path` (the command must succeed)."""
-    cp = run_cli("tool", "inspect", "--json", str(path))
+    """The device images `offload-tool inspect --json --hash` lists in `path`, each with its
+    sha256 (the command must succeed)."""
+    cp = run_cli("tool", "inspect", "--json", "--hash", str(path))
     assert cp.returncode == 0, cp.stderr
     return json.loads(cp.stdout)
 

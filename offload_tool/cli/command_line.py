@@ -20,7 +20,6 @@ that path).  `invoked_as` recovers what the user typed (see there)."""
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
@@ -254,6 +253,7 @@ def invoked_as(default: str, argv0: str | None = None) -> str:
     if os.path.isabs(argv0):
         name = os.path.basename(argv0)
         try:
+            import shutil  # here: shutil costs every command's start-up a few milliseconds
             found = shutil.which(name)
             if found and os.path.isabs(found) and os.path.samefile(found, argv0) and \
                     os.path.dirname(os.path.normpath(found)) == os.path.dirname(os.path.normpath(argv0)):

@@ -1,6 +1,6 @@
 """`offload-tool`: inspect, verify and embed offload containers.
 
-    offload-tool inspect [--json] [--llvm-version N] FILE...
+    offload-tool inspect [--json] [--hash] [--llvm-version N] FILE...
     offload-tool verify FILE... [--require ARCH[,ARCH...]] [--runs-on GPU[,GPU...]] [--check-entries | --no-check-entries]
     offload-tool embed HOST.o PACKAGE -o OUT.o          (see `offload-tool embed --help`)
     offload-tool cost --add ARCH REPORT.json            (see `offload-tool cost --help`)
@@ -47,12 +47,16 @@ OPTIONS:
 INSPECT_HELP = f"""\
 USAGE: {PROG} inspect [options] FILE...
 
-List every device image in each FILE (a table by default).
+List every device image in each FILE (a table by default).  Only the headers and tables
+that say what each image is are read, not the images themselves: no hash unless --hash.
 
 OPTIONS:
   --json              Print a JSON array, one object per image, with the fields path, container,
-                      producer, triple, arch, image_kind, size, compressed, sha256, wrappers
-                      (and producer_note and format-specific details where they apply)
+                      producer, triple, arch, image_kind, size, compressed, wrappers (sha256
+                      with --hash; producer_note and format-specific details where they apply)
+  --hash              Hash every image: a SHA256 column (its first 16 hex digits) in the table,
+                      the field sha256 (64 hex digits) in the JSON.  Reads every image's bytes
+                      (and decompresses compressed ones).  Without it neither is printed
   --llvm-version=N    Read OffloadBinary producer kinds as LLVM N does (19..22).  Without it the
                       value 3, which is HIP for LLVM 19/20 but OpenMP|CUDA for LLVM 21+, is
                       shown as 'hip?' with a producer_note
@@ -123,7 +127,8 @@ def _parse(argv: list[str], command: str, help_text: str, flags: list[str], valu
 def cmd_inspect(argv: list[str]) -> int:
     from ..ops.inspector import inspect_file
     from .inspect_output import format_table, to_json
-    opts = _parse(argv, "inspect", INSPECT_HELP, ["--json", "--require-images", "--sizes"], ["--llvm-version"])
+    opts = _parse(argv, "inspect", INSPECT_HELP, ["--json", "--require-images", "--sizes", "--hash"],
+                  ["--llvm-version"])
     if opts is None:
         return 0
     files = opts.positionals
@@ -132,12 +137,14 @@ def cmd_inspect(argv: list[str]) -> int:
     if opts.flag("sizes"):
         with budget.run(limits):
             return _inspect_sizes(files, llvm_version, opts.flag("json"))
+    hashes = opts.flag("hash")
     images = []
     empty: dict[str, str] = {}
     with budget.run(limits):
         for path in files:
-            images.extend(inspect_file(path, llvm_version=llvm_version, keep_data=False, reasons=empty))
-    sys.stdout.write(to_json(images) + "\n" if opts.flag("json") else format_table(images))
+            images.extend(inspect_file(path, llvm_version=llvm_version, keep_data=False, reasons=empty,
+                                       hashes=hashes))
+    sys.stdout.write(to_json(images) + "\n" if opts.flag("json") else format_table(images, hashes=hashes))
     if opts.flag("require-images") and empty:
         for path, why in empty.items():
             error_line(PROG, f"'{path}': no device images: {why}")
@@ -153,8 +160,8 @@ def _inspect_sizes(files: list[str], llvm_version, as_json: bool) -> int:
     import os
     from ..ops.inspector import inspect_file, size_summary
     from .inspect_output import format_sizes
-    summaries = [size_summary(inspect_file(path, llvm_version=llvm_version, keep_data=False), path,
-                              os.path.getsize(path)) for path in files]
+    summaries = [size_summary(inspect_file(path, llvm_version=llvm_version, keep_data=False, hashes=False),
+                              path, os.path.getsize(path)) for path in files]
     sys.stdout.write(json.dumps(summaries, indent=2) + "\n" if as_json else format_sizes(summaries))
     return 0
 

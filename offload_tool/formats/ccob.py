@@ -7,7 +7,6 @@ any large allocation: decompression is streamed and stops as soon as the output 
 
 from __future__ import annotations
 
-import hashlib
 import io
 import itertools
 import mmap
@@ -75,6 +74,7 @@ def is_compressed(buf) -> bool:
 
 def truncated_md5(data: bytes | bytearray | memoryview) -> int:
     """`MD5(data).low()`: the first 8 digest bytes as a little-endian u64."""
+    import hashlib  # here: a listing that meets no CCOB starts without it
     return int.from_bytes(hashlib.md5(data).digest()[:8], "little")
 
 
@@ -83,6 +83,7 @@ class _Hasher:
     (de)compression (hashlib and zstd both release the GIL)."""
 
     def __init__(self, threaded: bool) -> None:
+        import hashlib
         self._md5 = hashlib.md5()
         self._thread = None
         if threaded:
@@ -762,15 +763,21 @@ def _binary_bundle_extent(view: memoryview) -> int:
     return max([_bundle.binary_bundle_header_size(view)] + [offset + length for _id, offset, length in index])
 
 
-def _next_nonzero(view: memoryview, pos: int, chunk: int = 1 << 16) -> int | None:
-    """The offset of the first non-zero byte at or after `pos`, or None (searched chunk by chunk)."""
+def _next_nonzero(view: memoryview, pos: int, chunk: int = 1 << 12) -> int | None:
+    """The offset of the first non-zero byte at or after `pos`, or None (searched chunk by chunk).
+
+    The first chunk ends at a 4 KiB boundary and the next is 4 KiB, doubling from there: padding
+    that aligns the next bundle to a page is searched without reading past that bundle's first
+    page (its header; its images are not read for a listing)."""
     size = len(view)
+    end = min(size, (pos // 4096 + 1) * 4096)
     while pos < size:
-        block = bytes(view[pos:pos + chunk])
+        block = bytes(view[pos:end])
         stripped = block.lstrip(b"\0")
         if stripped:
             return pos + len(block) - len(stripped)
-        pos += len(block)
+        pos = end
+        end = min(size, pos + chunk)
         chunk = min(chunk * 2, 1 << 22)
     return None
 

@@ -45,14 +45,13 @@ lets a caller that only hashes an image do so without holding it."""
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import io
 from dataclasses import dataclass, field
 
 from .. import budget
 from ..errors import FatbinError
 from ..fileio import byte_view
-from ..rules.offload_arch import ptx_of_sass
 from .layout import Layout
 from .kinds import FATBIN_MAGIC, FileKind, Format
 
@@ -138,6 +137,7 @@ class FatbinEntry:
     @property
     def virtual_arch(self) -> str:
         """`compute_90` for PTX images (what `-gencode code=compute_90` asks for); else `arch`."""
+        from ..rules.offload_arch import ptx_of_sass  # here: `inspect` never needs it
         return ptx_of_sass(self.arch) if self.kind == KIND_PTX else self.arch
 
     @property
@@ -182,6 +182,30 @@ class FatbinEntry:
         if self.flags & FLAG_ZSTD:
             return b"".join(_zstd_chunks(data, self.uncompressed_size, where))
         return lz4_block_decompress(data, self.uncompressed_size, where)
+
+    def text_length(self, scratch: Scratch | None = None) -> int:
+        """The image's length up to its first NUL (a PTX text's), its size if it has none, read
+        without keeping the image: a compressed one is inflated (and checked, as by `image`) piece
+        by piece (zstd) or into `scratch` (LZ4; reused from entry to entry)."""
+        if not self.compressed:
+            end = bytes(self.payload).find(b"\0")
+            return len(self.payload) if end < 0 else end
+        if self.flags & FLAG_ZSTD:
+            got, end = 0, -1
+            for chunk in self.image_chunks():  # every piece: the stream is checked to its end
+                if end < 0 and (at := chunk.find(b"\0")) >= 0:
+                    end = got + at
+                got += len(chunk)
+            return got if end < 0 else end
+        where, data = self._compressed_data()
+        src, size = bytes(data), self.uncompressed_size
+        out = (scratch or Scratch()).get(size) if _lz4_plausible(src, size) and _native_lz4() else None
+        if out is None or not _lz4_native_into(src, size, out):
+            image = lz4_block_decompress(src, size, where)
+            end = image.find(b"\0")
+            return len(image) if end < 0 else end
+        end = out.find(b"\0", 0, size)
+        return size if end < 0 else end
 
     def image_chunks(self):
         """The image as a sequence of pieces of at most 1 MiB (zstd entries are decompressed as
@@ -413,12 +437,82 @@ def _lz4_length(src: bytes, i: int, nibble: int, what: str) -> tuple[int, int]:
     return length, i
 
 
+#: LZ4 cannot inflate a block more than this (a match length grows by 255 per input byte).
+_LZ4_MAX_RATIO = 255
+
+
+@functools.lru_cache(maxsize=None)
+def _native_lz4():
+    """The system's liblz4 `LZ4_decompress_safe` (made for untrusted input: it never writes past
+    the output's capacity), or None where there is no liblz4: then the decoder below does all."""
+    import ctypes
+    try:
+        lib = ctypes.CDLL("liblz4.so.1")  # its soname on Linux since 2014; else a search
+    except OSError:
+        import ctypes.util
+        name = ctypes.util.find_library("lz4")
+        try:
+            lib = ctypes.CDLL(name) if name else None
+        except OSError:
+            lib = None
+    fn = getattr(lib, "LZ4_decompress_safe", None)
+    if fn is None:
+        return None
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+def _lz4_native_into(src: bytes, expected: int, out) -> bool:
+    """Inflate `src` into `out[:expected]` (a writable buffer at least that long) with liblz4;
+    True when it inflates to exactly `expected` bytes.  False without liblz4, for sizes out of its
+    range, and for data it refuses: the decoder below then decides, and words the error."""
+    fn = _native_lz4()
+    if fn is None or not _lz4_plausible(src, expected):
+        return False
+    import ctypes
+    window = (ctypes.c_char * expected).from_buffer(out)
+    got = fn(src, ctypes.addressof(window), len(src), expected)
+    del window  # `out` may be copied, resized or closed
+    return got == expected
+
+
+def _lz4_plausible(src: bytes, expected: int) -> bool:
+    """Whether `src` could inflate to `expected` bytes (and both fit liblz4's int sizes): an
+    output buffer is only ever made for such a size."""
+    return 0 < expected < (1 << 31) and len(src) < (1 << 31) and expected <= _LZ4_MAX_RATIO * len(src) + 16
+
+
+class Scratch:
+    """One anonymous mapping, reused from entry to entry, that LZ4 PTX texts are inflated into to
+    be measured (`FatbinEntry.text_length`): the kernel hands out its pages zeroed, so nothing is
+    cleared or copied, and only pages the text fills are touched."""
+
+    def __init__(self) -> None:
+        self.map = None
+
+    def get(self, size: int):
+        if self.map is None or len(self.map) < size:
+            import mmap
+            if self.map is not None:
+                self.map.close()
+            self.map = mmap.mmap(-1, max(size, 1))
+        return self.map
+
+
 def lz4_block_decompress(data, expected: int, where: str = "LZ4 block") -> bytes:
     """Decompress one LZ4 block (no frame) to exactly `expected` bytes.
 
-    Written here because LZ4 is not a dependency; every length and match offset is checked, so
-    corrupt input raises FatbinError and output never exceeds `expected`."""
+    The system's liblz4, where there is one, inflates what it accepts (`_lz4_native_into`); anything
+    else goes through the decoder here, written because LZ4 is not a dependency: every length
+    and match offset is checked, so corrupt input raises FatbinError and output never exceeds
+    `expected`."""
     src = bytes(data)
+    if _lz4_plausible(src, expected):
+        out = bytearray(expected)
+        if _lz4_native_into(src, expected, out):
+            return bytes(out)
+        del out
     n = len(src)
     out = bytearray()
     i = 0
@@ -464,19 +558,36 @@ def _inspect(scan, data, path: str, wrappers: list[str], depth: int, compressed:
     """Every entry of the fat binaries back to back in `data`: PTX (up to its NUL) and cubins,
     numbered `path[i]`, or `path[j.i]` when there are several fat binaries."""
     fatbins = read_fatbins(data)
+    scratch = Scratch()  # where LZ4 PTX texts are inflated to be measured
     for j, fb in enumerate(fatbins):
         for i, entry in enumerate(fb.entries):
-            digest = ""
-            if not scan.keep_data and entry.kind != KIND_PTX and entry.compressed:
+            digest, size = "", None
+            listing_only = not scan.keep_data and not getattr(scan, "hashes", True)
+            if entry.kind == KIND_PTX and listing_only:
+                # Listed up to its NUL: the text is read for its length, not kept.
+                image, size = b"", entry.text_length(scratch)
+            elif entry.kind == KIND_PTX:
+                image = entry.image()
+            elif listing_only:
+                # Listing only, no hash: the entry header says all that is listed (the size of a
+                # compressed image is its uncompressed_size, checked when it is decompressed).
+                image, size = b"", entry.size
+            elif not scan.keep_data and entry.compressed:
                 # Listing only: hash the image as it is decompressed, never holding all of it.
+                import hashlib  # only with hashes (`inspect --hash`)
                 hasher = hashlib.sha256()
                 for chunk in entry.image_chunks():
                     hasher.update(chunk)
-                image, digest = b"", hasher.hexdigest()
+                image, digest, size = b"", hasher.hexdigest(), entry.uncompressed_size
+            elif not entry.compressed:
+                image = entry.payload  # a view of the input: read only where a caller reads it
             else:
                 image = entry.image()
             if entry.kind == KIND_PTX:
-                kind, image = "ptx", image.split(b"\0", 1)[0]
+                kind = "ptx"
+                if size is None:
+                    end = image.find(b"\0")
+                    image = image if end < 0 else image[:end]
             elif entry.kind == KIND_ELF:
                 kind = "cubin"
             else:
@@ -494,7 +605,7 @@ def _inspect(scan, data, path: str, wrappers: list[str], depth: int, compressed:
             scan.add_image(
                 path=label, container="fatbin", producer="cuda",
                 triple="nvptx64-nvidia-cuda" if entry.is_64bit else "nvptx-nvidia-cuda", arch=entry.arch,
-                image_kind=kind, size=len(image) if not digest else entry.uncompressed_size,
+                image_kind=kind, size=len(image) if size is None else size,
                 compressed=compressed or entry.compressed, sha256=digest,
                 wrappers=list(wrappers), details=details, data=image)
 

@@ -9,6 +9,7 @@ which offset is wrong (`field_error`), instead of `struct.error` or a bare tuple
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections import namedtuple
 
@@ -33,7 +34,6 @@ class Layout(struct.Struct):
         super().__init__(byte_order + "".join(code for _, code in fields))
         self.name = name
         self.fields = tuple(f for f, _ in fields)
-        self.record = namedtuple("".join(c if c.isalnum() else "_" for c in name), self.fields)
         self._offsets = {}
         self._sizes = {}
         pos = 0
@@ -41,6 +41,12 @@ class Layout(struct.Struct):
             self._offsets[field] = pos
             self._sizes[field] = struct.calcsize(byte_order + code)
             pos += self._sizes[field]
+
+    @functools.cached_property
+    def record(self):
+        """The namedtuple `read` returns, made on first use (a program starts without making one
+        for each of the dozens of layouts its imports declare)."""
+        return namedtuple("".join(c if c.isalnum() else "_" for c in self.name), self.fields)
 
     def offset_of(self, field: str) -> int:
         """The byte offset of `field` inside the layout."""

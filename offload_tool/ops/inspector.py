@@ -34,7 +34,6 @@ ones may not make the scan hash more than the input (plus what was decompressed)
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import itertools
 from dataclasses import dataclass, field
 
@@ -74,7 +73,10 @@ class DeviceImage:
     `[i]` / `[id]` for entries inside a container.  `container` is the innermost container format
     (`offload-binary`, `bundle`, `text-bundle`, `object-bundle`, `fatbin`); `wrappers` lists the
     outer layers, outermost first.  `file` is the innermost file or archive member holding
-    the image (the object whose host code goes with it).  `data` is the image itself (decompressed), not serialised."""
+    the image (the object whose host code goes with it).  `data` is the image itself (decompressed), not serialised.
+    `sha256` is the image's hash when the scan was asked for hashes (`hashes=True`), None when it
+    was not (`to_dict` then leaves the field out); a hashed scan's `same_as` row has "" (it has
+    no bytes of its own)."""
 
     path: str
     container: str
@@ -84,7 +86,7 @@ class DeviceImage:
     image_kind: str
     size: int
     compressed: bool
-    sha256: str
+    sha256: str | None
     wrappers: list[str] = field(default_factory=list)
     file: str = ""
     producer_note: str | None = None
@@ -95,8 +97,10 @@ class DeviceImage:
         d = {
             "path": self.path, "container": self.container, "producer": self.producer, "triple": self.triple,
             "arch": self.arch, "image_kind": self.image_kind, "size": self.size, "compressed": self.compressed,
-            "sha256": self.sha256, "wrappers": list(self.wrappers),
         }
+        if self.sha256 is not None:  # only when hashes were asked for (`inspect --hash`)
+            d["sha256"] = self.sha256
+        d["wrappers"] = list(self.wrappers)
         if self.producer_note:
             d["producer_note"] = self.producer_note
         d.update(self.details)
@@ -112,9 +116,12 @@ def content_image_kind(data) -> str:
 
 
 class _Scanner:
-    def __init__(self, llvm_version: int | None, keep_data: bool = True) -> None:
+    def __init__(self, llvm_version: int | None, keep_data: bool = True, hashes: bool = True) -> None:
         self.llvm_version = llvm_version
         self.keep_data = keep_data
+        # Without hashes an image's bytes are read only where its listing needs them (a PTX
+        # entry's length, a nested container's header): a listing reads headers and tables.
+        self.hashes = hashes
         self.found: list[DeviceImage] = []
         self.files: list[str] = []
         # Per buffer the scan reads from (the input, each decompressed payload), by id: the buffer
@@ -191,8 +198,8 @@ class _Scanner:
             return False
         self.found.append(DeviceImage(
             path=path, container=kind, producer="", triple="", arch="", image_kind=kind, size=len(data),
-            compressed=compressed, sha256="", wrappers=list(wrappers), file=self.files[-1] if self.files else "",
-            details={"same_as": first}))
+            compressed=compressed, sha256="" if self.hashes else None, wrappers=list(wrappers),
+            file=self.files[-1] if self.files else "", details={"same_as": first}))
         return True
 
     def scan_container(self, container: Format, data, path: str, wrappers: list[str], depth: int,
@@ -340,6 +347,13 @@ class _Scanner:
     def add(self, image: DeviceImage) -> None:
         budget.charge("entries", 1, image.path)
         image.file = self.files[-1] if self.files else ""
+        if not self.hashes:
+            image.sha256 = None  # not asked for: the image's bytes are not read for it
+            if not self.keep_data:
+                image.data = b""
+            self.found.append(image)
+            return
+        import hashlib  # only with hashes (`inspect --hash`)
         place = self.where(image.data)
         if image.sha256:  # hashed while it was decompressed
             pass
@@ -426,11 +440,15 @@ def with_file_name(exc: OffloadError, name: str) -> OffloadError:
         return OffloadError(f"{name}: {msg}")
 
 
-def inspect_buffer(buf, name: str, *, llvm_version: int | None = None, keep_data: bool = True) -> list[DeviceImage]:
+def inspect_buffer(buf, name: str, *, llvm_version: int | None = None, keep_data: bool = True,
+                   hashes: bool = True) -> list[DeviceImage]:
     """Every device image in `buf` (the contents of the file called `name`).
 
-    With `keep_data=False` each image's bytes are dropped once hashed."""
-    scanner = _Scanner(llvm_version, keep_data)
+    With `keep_data=False` each image's bytes are dropped once hashed.  With `hashes=False` no
+    image is hashed (`sha256` is None) and, with `keep_data=False` too, an image's bytes are not
+    read at all unless its listing needs them (the length of a PTX text, the header of a container
+    inside it): on a memory-mapped file only headers and tables are paged in."""
+    scanner = _Scanner(llvm_version, keep_data, hashes)
     view = byte_view(buf)
     scanner.remember(view)
     scanner.hash_allowance += len(view) + (1 << 20)
@@ -446,13 +464,14 @@ def inspect_buffer(buf, name: str, *, llvm_version: int | None = None, keep_data
 
 
 def inspect_file(path: str, *, llvm_version: int | None = None, keep_data: bool = True,
-                 reasons: dict[str, str] | None = None) -> list[DeviceImage]:
+                 reasons: dict[str, str] | None = None, hashes: bool = True) -> list[DeviceImage]:
     """`inspect_buffer` on a (memory-mapped) file.  Image data is copied out of the map, or
-    dropped (`keep_data=False`) when only the listing is wanted.  When the file holds no image
-    and `reasons` is given, `reasons[path]` says why in a few words (the file is read only once)."""
+    dropped (`keep_data=False`) when only the listing is wanted; `hashes` as for `inspect_buffer`.
+    When the file holds no image and `reasons` is given, `reasons[path]` says why in a few words
+    (the file is read only once)."""
     from ..fileio import open_input
     with open_input(path) as buf:
-        images = inspect_buffer(buf, str(path), llvm_version=llvm_version, keep_data=keep_data)
+        images = inspect_buffer(buf, str(path), llvm_version=llvm_version, keep_data=keep_data, hashes=hashes)
         if not images and reasons is not None:
             reasons[str(path)] = no_images_reason(buf)
         for img in images:

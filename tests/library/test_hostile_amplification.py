@@ -73,7 +73,7 @@ def assert_bounded(result, prog: str, *, error: str | None = None) -> str:
 
 def test_nested_bundles_pointing_at_one_payload(tmp_path):
     data = H.nested_shared_bundle(fanout=16, depth=7)  # 16**7 references in 6 KiB
-    result = run_capped(tmp_path, data, "offload-tool", "inspect", "--json")
+    result = run_capped(tmp_path, data, "offload-tool", "inspect", "--json", "--hash")
     assert_bounded(result, "offload-tool")
     rows = json.loads(result[1])
     # Each nested bundle is listed once, the 15 other entries pointing at it refer to that listing;
@@ -130,14 +130,15 @@ def test_bitcode_literal_abbreviations(tmp_path):
 
 def test_fatbin_zstd_bomb_stops_at_the_budget(tmp_path):
     data = H.fatbin_zstd_bomb(entries=4, each=1 << 30)  # 4 GiB in 128 KiB
-    err = assert_bounded(run_capped(tmp_path, data, "offload-tool", "inspect", "--budget=decompressed=256M"),
+    # --hash: listed without hashes, compressed cubins are not decompressed at all.
+    err = assert_bounded(run_capped(tmp_path, data, "offload-tool", "inspect", "--hash", "--budget=decompressed=256M"),
                          "offload-tool", error="over the decompressed budget of 256 MiB")
     assert "fat binary entry at offset" in err and "sm_80" in err
 
 
 def test_fatbin_zstd_entries_are_hashed_as_they_stream(tmp_path):
     data = H.fatbin_zstd_bomb(entries=2, each=384 << 20)  # more than the child may hold at once
-    rc, out, _err, _peak = result = run_capped(tmp_path, data, "offload-tool", "inspect")
+    rc, out, _err, _peak = result = run_capped(tmp_path, data, "offload-tool", "inspect", "--hash")
     assert_bounded(result, "offload-tool")
     assert str(384 << 20).encode() in out
 
