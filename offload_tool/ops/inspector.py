@@ -29,7 +29,12 @@ the run's `depth` budget, every container and image visited is charged to its `e
 and a container at bytes already listed in this scan (entries, sections or headers pointing at
 one payload, a bundle whose entries point at itself) is not listed again but shown as one row
 whose `same_as` names the first listing.  Images that share bytes are hashed once; overlapping
-ones may not make the scan hash more than the input (plus what was decompressed) holds."""
+ones may not make the scan hash more than the input (plus what was decompressed) holds.
+
+Hashes are made only when asked for (`hashes=True`, the library's default; `inspect --hash`):
+without them an image's bytes are read only where its listing needs them (its first bytes for its
+kind, a PTX text for its length, a nested container's headers), so a listing, and `verify`, page
+in headers and tables, not images."""
 
 from __future__ import annotations
 
