@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from typing import BinaryIO, Sequence
 
 from .. import budget
-from .bitcode import bitcode_symbols
 from ..errors import ArchiveError, OffloadError
 from ..fileio import byte_view
 from .layout import Layout
@@ -182,6 +181,8 @@ def member_symbols(data) -> list[bytes] | None:
     if head == ELF_MAGIC and len(data) >= 18:  # identify_magic needs e_type too
         return _elf_symbols(data)
     if head in (BC_MAGIC, BC_WRAPPER_MAGIC):
+        from .bitcode import bitcode_symbols  # here: only archives with bitcode members need it
+
         return bitcode_symbols(data)
     return None
 

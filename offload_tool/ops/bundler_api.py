@@ -4,8 +4,8 @@ These are `OffloadBundler::BundleFiles / UnbundleFiles / ListBundleIDsInFile` of
 with the same outputs, order rules and messages, plus the checks LLVM
 lacks (damaged inputs are errors, outputs appear atomically and only when the whole run succeeds).
 Inputs are memory-mapped and only the headers are read through the map: uncompressed payloads are
-copied file to file by the kernel (`copy_file_range`), so bundling or unbundling gigabytes needs
-no more memory than a small file (what a plain file copy costs).
+copied file to file by the kernel (`splice`, `copy_file_range`), so bundling or unbundling
+gigabytes needs no more memory than a small file (what a plain file copy costs).
 
 What differs between bundle formats (binary, text, object, compressed) is the business of the
 handler classes of `bundler_handlers`, picked by `create_file_handler` (LLVM's `CreateFileHandler`);
@@ -85,9 +85,10 @@ def bundler_config(*, verbose: bool | None = None, compress: bool | str | None =
                 cfg.log(f"Warning: Invalid value for OFFLOAD_BUNDLER_COMPRESSION_LEVEL: {raw}. Ignoring it.\n")
             else:
                 cfg.compression_level = level
-        from ..formats.ccob import env_format_version
+        if "COMPRESSED_BUNDLE_FORMAT_VERSION" in env:  # ccob (hashlib, zlib) only when it matters
+            from ..formats.ccob import env_format_version
 
-        cfg.format_version = env_format_version(env, cfg.log)
+            cfg.format_version = env_format_version(env, cfg.log)
     if verbose is not None:
         cfg.verbose = bool(verbose)
     if compress is not None:
