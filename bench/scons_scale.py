@@ -153,7 +153,8 @@ def fill_spawn(reference: str):
         elif "-o" in args:
             out = args[args.index("-o") + 1]
         elif len(args) > 2 and args[1].endswith("_device_link.py"):
-            out = args[2]
+            # `_device_link.py [--option=value ...] TARGET ...`: the first word that is no option
+            out = next(a for a in args[2:] if not a.startswith("--"))
         else:
             sys.stderr.write(f"scons_scale: fill: no output in {' '.join(args)[:200]}\n")
             return 1

@@ -408,7 +408,7 @@ def verify(target: Target, programs: list[Program], env: dict) -> None:
         sys.stderr.write(cp.stdout + cp.stderr)
         raise KitError(f"offload-tool verify --runs-on={target.gpu} failed (above): nothing packed")
     for p in built:
-        p.archs = sorted({img.arch for img in inspect_file(str(p.path)) if img.arch})
+        p.archs = sorted({img.arch for img in inspect_file(str(p.path), hashes=False) if img.arch})
     print(f"gpu-kit: offload-tool verify --runs-on={target.gpu}: {len(built)} programs ok", flush=True)
 
 

@@ -5,6 +5,7 @@ against a CUDA newer than it knows."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 import pytest
@@ -94,5 +95,18 @@ def test_a_clang_without_the_rocm_device_libraries_it_needs_is_said_before_the_b
     cp = proj.scons("-n", "src=v.hip", "archs=gfx90a", "clang=clang-22")
     assert cp.stderr.count("offload: warning: clang-22 cannot build AMD device code here: cannot find ROCm "
                            "device library") == int(missing), cp.stderr
+    # The answer is kept while clang and the folder are unchanged: a second read runs no clang for
+    # it and says what was kept.
+    probes = proj.root / ".sconsign.offload-probes.json"
+    kept = json.loads(probes.read_text())
+    quiet = [v for v in kept.values() if v["answers"] and "cannot find ROCm" in str(v["answers"][0])]
+    assert len(quiet) == int(missing), kept
+    if missing:
+        for v in quiet:
+            v["answers"] = ["clang: error: cannot find ROCm device library (KEPT); more\n"]
+        probes.write_text(json.dumps(kept))
+        cp = proj.scons("-n", "src=v.hip", "archs=gfx90a", "clang=clang-22")
+        assert cp.stderr.count("cannot build AMD device code here: cannot find ROCm device library (KEPT)") == 1, \
+            cp.stderr
     cp = proj.scons("-n", "src=v.hip", "archs=gfx90a", "clang=clang-19")
     assert "cannot build AMD device code" not in cp.stderr

@@ -29,7 +29,7 @@ COMMANDS = {
                                   '$_OFFLOAD_OUTPUTFLAGS $OFFLOAD_BUNDLERFLAGS',
     "OFFLOAD_CONVERTCOM": f"{PY} -m offload_tool.cli.tool convert --to=$OFFLOAD_CONVERT_TO "
                           "$_OFFLOAD_LLVMVERSIONFLAG $SOURCE -o $TARGET",
-    "OFFLOAD_MANIFESTCOM": f"$_OFFLOAD_VERIFY_CMDS {PY} -m offload_tool.cli.tool inspect --json "
+    "OFFLOAD_MANIFESTCOM": f"$_OFFLOAD_VERIFY_CMDS {PY} -m offload_tool.cli.tool inspect --json --hash "
                            "$_OFFLOAD_LLVMVERSIONFLAG $SOURCES > $_OFFLOAD_TARGET_TMP && mv $_OFFLOAD_TARGET_TMP $TARGET",
 }
 

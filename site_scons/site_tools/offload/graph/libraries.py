@@ -31,7 +31,7 @@ def _archive_has_device_code(path: str) -> bool:
         from offload_tool.ops import inspector
         from offload_tool.errors import OffloadError
         try:
-            _ARCHIVE_MEMO[key] = bool(inspector.inspect_file(path, keep_data=False))
+            _ARCHIVE_MEMO[key] = bool(inspector.inspect_file(path, keep_data=False, hashes=False))
         except OffloadError:
             _ARCHIVE_MEMO[key] = False  # not an archive with readable offload content (an ld script, ...)
         except OSError:

@@ -331,7 +331,7 @@ def measure_binary(path: str) -> dict:
     from offload_tool.errors import OffloadError
     from offload_tool.ops.inspector import inspect_file, size_summary
     try:
-        images = inspect_file(path, keep_data=False)
+        images = inspect_file(path, keep_data=False, hashes=False)
         error = None
     except OffloadError as exc:
         images, error = [], str(exc)

@@ -206,8 +206,9 @@ def openmp_runtime(senv) -> None:
 
 def _clang_says(senv, topic: str, setting: str, args: list[str]) -> tuple[str, str] | None:
     """(the `$OFFLOAD_CLANG` command, what it prints for `args` followed by the input `/dev/null`),
-    the first time `topic` is asked for this command and `setting`; None after, or when the
-    command is not found (its own error says so)."""
+    the first time `topic` is asked for this command and `setting` (the folder asked about); None
+    after, or when the command is not found (its own error says so). The answer is kept in the
+    probe cache while the compiler and the folder are unchanged."""
     command = senv.subst("$OFFLOAD_CLANG").strip()
     key = (topic, command, setting)
     if key in _warned:
@@ -216,7 +217,8 @@ def _clang_says(senv, topic: str, setting: str, args: list[str]) -> tuple[str, s
     path = _toolchain.resolve(senv, command)
     if not path:
         return None
-    return command, _toolchain.run_quietly(senv, [path, *args, "-o", os.devnull, os.devnull]) or ""
+    return command, _toolchain.run_quietly_kept(senv, command, path, [*args, "-o", os.devnull, os.devnull],
+                                                setting or None) or ""
 
 
 def cuda_for_clang(senv) -> None:

@@ -14,6 +14,7 @@ The queries run in parallel, once per (command, resolved path, PATH) per SCons p
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import shlex
@@ -131,6 +132,26 @@ def run_quietly(env, argv: list[str]) -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return cp.stdout
+
+
+def run_quietly_kept(env, command: str, path: str, argv: list[str], folder: str | None) -> str | None:
+    """`run_quietly(env, [path, *argv])`, its answer kept in the probe cache while the compiler's
+    installation and `folder` (what the question is about: a CUDA or ROCm device-library folder)
+    are unchanged, so a configuration check costs no compiler run on a null build. Without a
+    folder (the compiler's default one, which it finds itself) it is asked every time."""
+    if not folder:
+        return run_quietly(env, [path, *argv])
+    penv = build_env(env)
+    probe = json.dumps(["quiet", argv, folder, _probe_cache.folder_state(folder)])
+    top = _nodes.abspath(env.Dir("#"))
+    k = _probe_cache.key(command, path, penv, True, probe=probe)
+    entry = _probe_cache.load(top, k) if k else None
+    if entry is not None and len(entry["answers"]) == 1:
+        return entry["answers"][0]
+    said = run_quietly(env, [path, *argv])
+    if k and said is not None:
+        _probe_cache.store(top, k, [said], [])
+    return said
 
 
 def _identity_text(version_output: str | None) -> str:

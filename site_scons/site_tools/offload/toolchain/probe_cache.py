@@ -51,6 +51,12 @@ def _elf_named(path: str | None, named) -> str | None:
         return None
 
 
+def folder_state(path: str | None) -> list | None:
+    """What says a folder (or file) a probe read has changed: its size, inode and modification
+    time (a package installed into it or removed from it changes the folder's time)."""
+    return _stat_part(path) if path else None
+
+
 def _stat_part(path: str) -> list | None:
     try:
         st = os.stat(path)
