@@ -35,6 +35,7 @@ import shlex
 import subprocess
 import sys
 import tomllib
+import typing
 
 import SCons.Action
 import SCons.Errors
@@ -61,6 +62,14 @@ class Policy:
     packed: bool = False
     #: Its compiles run without any launcher while the build distributes.
     unlaunched: bool = False
+    #: For a flavour whose compiles all stay here with some compilers only: a function of the
+    #: environment saying whether they do with the one in use (then `stays` is said and nothing is
+    #: packed for them); None: `stays` always holds.
+    stays_if: typing.Callable | None = None
+
+    def all_stay(self, env) -> bool:
+        """Whether every compile of the flavour stays here with `env`'s compiler (`stays_if`)."""
+        return self.stays_if is not None and bool(self.stays_if(env))
 
 
 SENT = Policy()
@@ -205,7 +214,7 @@ def say(env, flavour) -> None:
     if client(env) is None:
         return
     policy = flavour.dist
-    if policy.stays and flavour.name not in _said:
+    if policy.stays and flavour.name not in _said and (policy.stays_if is None or policy.stays_if(env)):
         _said.add(flavour.name)
         sys.stderr.write(f"offload: note: sccache-dist: {policy.stays}: {policy.why}\n")
 
@@ -219,11 +228,13 @@ def _device_argv(device) -> list[str]:
     argv = _toolchain.argv_as_run(cmd, benv, _toolchain.build_env(benv))
     out, skip = [], False
     sources = {str(s) for s in _nodes.sources(device)}
-    for a in argv:
+    for i, a in enumerate(argv):
         if skip:
             skip = False
         elif a == "-o":
             skip = True
+        elif a == "-Xclang" and argv[i + 1:i + 2] and argv[i + 1].startswith("-cuid="):
+            skip = True   # the CUID straight to -cc1 (a clang whose driver drops `-cuid=`)
         elif a == "-c" or a in sources or a.startswith("-cuid="):
             continue
         else:
@@ -241,7 +252,7 @@ def attach(env, made, flavour) -> None:
     argv = None
     parts = getattr(_nodes.marks(made[0]), "offload_parts", None) or Parts()
     devices = list(parts.devices.values())
-    if flavour.dist.packed and devices:
+    if flavour.dist.packed and devices and not flavour.dist.all_stay(env):
         argv = _device_argv(devices[0])
     made = list(made) + devices + [n for n in (parts.host,) if n is not None]
     key = _env_key(env)

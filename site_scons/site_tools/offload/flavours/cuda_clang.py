@@ -21,7 +21,8 @@ class CudaClang(Clang):
         "OFFLOAD_NVCCFLAGS": "clang compiles its CUDA sources (OFFLOAD_CUDA_COMPILER='nvcc' for nvcc; clang's "
                              "flags go in OFFLOAD_HOSTFLAGS / OFFLOAD_DEVICEFLAGS)"})
     dist = Policy(stays="CUDA compiles with clang run here",
-                  why="sccache never sends clang CUDA compiles (clang cannot compile preprocessed CUDA)")
+                  why="sccache never sends clang CUDA compiles; it caches them where the driver takes the CUID "
+                      "(-cuid=, clang 20 on), not through -Xclang (clang 19)")
 
 
 FLAVOUR = CudaClang()

@@ -7,6 +7,7 @@ in the split AMD device link; their objects need libamdhip64."""
 from __future__ import annotations
 
 from ..dist.sccache import Policy
+from ..graph import compile as _compile
 from ..settings import checks as _settings_check
 from .clang import Clang
 from .runtimes import HIP_RUNTIME
@@ -30,8 +31,14 @@ class HipBundled(_Hip):
 
 class HipPackaged(_Hip):
     name = "hip-packaged"
+    # With a clang whose driver forwards `-cuid=` (`_compile.cuid_flag`) sccache caches them and
+    # they go through the tool's server as the old driver's, the device compiles with the toolchain
+    # the tool packs: sent with sccache's own, a device compile fails on the server (no device
+    # libraries) and sccache does not compile it here instead.
     dist = Policy(stays="HIP compiles with the new offload driver run here, uncached",
-                  why="their CUID reaches clang through -Xclang, which sccache does not take")
+                  why="this clang drops the driver's -cuid=, so their CUID reaches -cc1 through -Xclang, which "
+                      "sccache does not take (clang 20 on: cached, and sent with a packed toolchain)",
+                  packed=True, stays_if=lambda env: not _compile.cuid_through_driver(env))
 
 
 class _Hipcc:

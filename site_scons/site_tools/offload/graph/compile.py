@@ -369,6 +369,25 @@ def _cuid(env, node) -> str:
     return hashlib.sha1(_nodes.path(node.srcnode(), env.Dir("#")).encode()).hexdigest()[:16]
 
 
+# The first clang whose driver forwards its `-cuid=` to the host and device -cc1 jobs of a
+# new-driver compile (`--offload-host-only` / `--offload-device-only` included): clang 19 drops
+# it ("argument unused"), clang 22 forwards it (measured); the change came in LLVM 20.
+DRIVER_CUID_SINCE = 20
+
+
+def cuid_through_driver(env) -> bool:
+    """Whether the clang in use forwards the driver's `-cuid=` to a new-driver compile's jobs."""
+    return _toolchain.clang_major(env) >= DRIVER_CUID_SINCE
+
+
+def cuid_flag(env) -> str:
+    """`$_OFFLOAD_CUIDFLAG`: how a new-driver CUDA/HIP compile gets its CUID. The driver's
+    `-cuid=` where the clang in use forwards it (a compiler cache such as sccache takes it, and
+    keys the compile by it), else `-Xclang -cuid=` straight to -cc1 (which sccache refuses to
+    cache). Either way the host and device compiles of a source get the same CUID."""
+    return "-cuid=$_OFFLOAD_CUID" if cuid_through_driver(env) else "-Xclang -cuid=$_OFFLOAD_CUID"
+
+
 def _src_flags(node, lang) -> str:
     c = os.path.splitext(node.name)[1] in lang.c_suffixes
     return "$CCFLAGS $CFLAGS" if c else "$CCFLAGS $CXXFLAGS"
@@ -386,6 +405,8 @@ def _common_overrides(env, s, lang, kw) -> dict:
         o["_OFFLOAD_HOST_BACKENDFLAGS"] = lang.host_backend_flags
     if "_OFFLOAD_CUID" in lang.host_flags + lang.device_flags:
         o["_OFFLOAD_CUID"] = _cuid(env, s)
+    if "_OFFLOAD_CUIDFLAG" in lang.host_flags + lang.device_flags:
+        o["_OFFLOAD_CUIDFLAG"] = cuid_flag(env)
     return o
 
 

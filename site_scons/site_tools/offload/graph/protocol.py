@@ -34,6 +34,7 @@ WORDS = {
     "_OFFLOAD_ROCMFLAGS": "`--rocm-path=` / `--rocm-device-lib-path=` of the ROCm installation in use, or nothing",
     "_OFFLOAD_NVPTX_BCFLAG": "the OpenMP NVIDIA device bitcode flag of the clang in use, or nothing",
     "_OFFLOAD_CUID": "a CUDA/HIP source's `-cuid`, named from its path under the top directory",
+    "_OFFLOAD_CUIDFLAG": "how a new-driver CUDA/HIP compile passes `$_OFFLOAD_CUID`: the driver's `-cuid=`, or `-Xclang` where the driver drops it",
     "_OFFLOAD_SOURCE_ID": "an OpenMP source's file-identity flag (offload entry names), outside signatures",
     "_OFFLOAD_CLANG_ID": "the identity (`--version`) of the clang in use, in the varlist of its compiles",
     "_OFFLOAD_HIPFB_INCLUDE": "a bundled HIP host compile's `-fcuda-include-gpubinary` of its `.hipfb` (second source)",

@@ -103,11 +103,13 @@ OPENMP = Language(
 
 def new_driver_rdc_flags(x: str, both: str = "", host: str = "") -> dict[str, str]:
     """`host_flags` and `device_flags` of a language clang compiles on the new offload driver with
-    relocatable device code (CUDA; HIP's new driver): `-x <x>`, and the pinned CUID straight to
-    -cc1 on both sides, because clang 19 does not forward the driver's `-cuid=` there ("argument
-    unused") and would name externalised device statics after the file's (dev, inode) instead.
-    `both` is added to both compiles, `host` to the host compile only."""
-    flags = f"-x {x} --offload-new-driver -fgpu-rdc -Xclang -cuid=$_OFFLOAD_CUID" + (f" {both}" if both else "")
+    relocatable device code (CUDA; HIP's new driver): `-x <x>`, and the pinned CUID on both sides,
+    `$_OFFLOAD_CUIDFLAG`: the driver's `-cuid=` where the driver forwards it to the host and device
+    -cc1 jobs (clang 20 on), which a compiler cache takes; else straight to -cc1 through
+    `-Xclang`, because clang 19 drops the driver's `-cuid=` there ("argument unused") and would
+    name externalised device statics after the file's (dev, inode) instead
+    (`graph.compile.cuid_flag`). `both` is added to both compiles, `host` to the host compile only."""
+    flags = f"-x {x} --offload-new-driver -fgpu-rdc $_OFFLOAD_CUIDFLAG" + (f" {both}" if both else "")
     return {"host_flags": f"{flags} {host}" if host else flags, "device_flags": flags}
 
 
