@@ -30,6 +30,7 @@ import SCons.Errors  # noqa: E402
 
 from .settings import archs as _archs
 from .graph import bundling as _bundling
+from .graph import collector as _collector
 from .graph import compile as _compile
 from .dist import sccache as _dist
 from .flavours import registry as _flavours
@@ -52,6 +53,7 @@ def _library_pythonpath() -> str:
     return os.path.dirname(os.path.dirname(os.path.abspath(offload_tool.__file__)))
 
 
+@_settings_check.user_frames
 def generate(env, **kw) -> None:
     """Add the offload builders and construction variables (idempotent; never clobbers settings):
     defaults, builders and methods gathered from the builder modules (each declares its own
@@ -61,6 +63,7 @@ def generate(env, **kw) -> None:
                                      f"this is {SCons.__version__}")
     for k, v in kw.items():
         env[k] = v
+    _collector.install(env)
     commands, comstrs = {}, {}
     for m in BUILDER_MODULES:
         commands.update(m.COMMANDS)
