@@ -77,7 +77,9 @@ class Clang(Flavour):
         """(host object, {arch: device object}) of source `s` for the split device link."""
         host = _compile.host_object(env, s, None, kw, pic=pic)[0]
         _nodes.marks(host).offload_flavour = self.name
-        return host, {a: _compile.device_object(env, s, a, None, kw)[0] for a in archs}
+        # OpenMP: the host IR every device compile reads, found once for the source, not per arch.
+        ir = _compile.host_ir(env, s, None, kw)[0] if _host_ir.wanted(env, kw, lang) else None
+        return host, {a: _compile.device_object(env, s, a, None, kw, ir)[0] for a in archs}
 
 
 #: The flavour of a language record that names none (`Language.flavours`' default).
