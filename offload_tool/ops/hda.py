@@ -37,7 +37,7 @@ from ..formats.archive import read_archive, write_archive
 from ..errors import BundleError, CompressionError, UsageError
 from ..fileio import open_input, output_transaction, sanitize_name
 from ..formats.bundle import BINARY_MAGIC
-from ..formats.magic import CCOB_MAGIC
+from ..formats.kinds import CCOB_MAGIC
 from .bundler_handlers import BinaryFileHandler, create_file_handler
 
 __all__ = ["unbundle_archive", "archive_member_entries", "device_member_name"]
