@@ -312,9 +312,13 @@ def test_signal_during_a_run_leaves_no_temp_file(work, signum):
     """The first output's temp file exists while the second output (a FIFO nobody reads) blocks:
     the signal ends the run, and nothing is left."""
     os.mkfifo(work / "blocked.fifo")
+    # The run gets the signal's default disposition, as from a terminal: a test process started by
+    # `nohup` or in a shell's background ignores SIGHUP or SIGINT, and its children would inherit
+    # that (an ignored signal ends nothing, as it should).
     proc = subprocess.Popen([sys.executable, "-m", "offload_tool.cli.bundler", "-unbundle", "-type=i",
                              f"-targets={HOST},{HIP}", "-input=b.i", "-output=o1", "-output=blocked.fifo"],
-                            cwd=work, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            cwd=work, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signum, signal.SIG_DFL))
     deadline = time.monotonic() + 120  # generous: a loaded CI machine starts Python slowly
     while not _leftovers(work) and time.monotonic() < deadline:
         time.sleep(0.02)
