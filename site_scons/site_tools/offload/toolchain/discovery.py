@@ -141,17 +141,9 @@ def run_quietly_kept(env, command: str, path: str, argv: list[str], folder: str 
     folder (the compiler's default one, which it finds itself) it is asked every time."""
     if not folder:
         return run_quietly(env, [path, *argv])
-    penv = build_env(env)
     probe = json.dumps(["quiet", argv, folder, _probe_cache.folder_state(folder)])
-    top = _nodes.abspath(env.Dir("#"))
-    k = _probe_cache.key(command, path, penv, True, probe=probe)
-    entry = _probe_cache.load(top, k) if k else None
-    if entry is not None and len(entry["answers"]) == 1:
-        return entry["answers"][0]
-    said = run_quietly(env, [path, *argv])
-    if k and said is not None:
-        _probe_cache.store(top, k, [said], [])
-    return said
+    return _kept(env, command, path, build_env(env), True, 1, lambda: [run_quietly(env, [path, *argv])],
+                 probe=probe, keep=lambda said: said[0] is not None)[0]
 
 
 def _identity_text(version_output: str | None) -> str:
@@ -206,19 +198,29 @@ def probe_compiler(env, command: str, clang: bool = True) -> Compiler:
     return info
 
 
+def _kept(env, command: str, path: str, penv: dict, clang: bool, count: int, ask, probe: str = "",
+          keep=lambda answers: True, paths=lambda answers: []) -> list:
+    """The `count` answers of a probe of the compiler `command` (at `path`): kept from an earlier
+    run of this build when its installation (and what `probe` names) is unchanged
+    (`_probe_cache`), else `ask()`ed now and kept when `keep(answers)`, with the files they name
+    (`paths(answers)`: an answer naming a file that is gone is asked again)."""
+    top = _nodes.abspath(env.Dir("#"))
+    k = _probe_cache.key(command, path, penv, clang, probe=probe)
+    entry = _probe_cache.load(top, k) if k else None
+    if entry is not None and len(entry["answers"]) == count:
+        return entry["answers"]
+    answers = ask()
+    if k and keep(answers):
+        _probe_cache.store(top, k, answers, paths(answers))
+    return answers
+
+
 def _asked(env, command: str, path: str, penv: dict, clang: bool, queries: list[list[str]]) -> list[str | None]:
     """The answers to `queries`: kept from an earlier run of this build when the compiler's
     installation is unchanged (`_probe_cache`), else asked now (and kept)."""
-    top = _nodes.abspath(env.Dir("#"))
-    k = _probe_cache.key(command, path, penv, clang)
-    entry = _probe_cache.load(top, k) if k else None
-    if entry is not None and len(entry["answers"]) == len(queries):
-        return entry["answers"]
-    answers = _run_all(queries, penv)
-    if k and answers[0] is not None:
-        found = [_found_file(a) for a in answers[1:]]
-        _probe_cache.store(top, k, answers, [p for p in found if p])
-    return answers
+    return _kept(env, command, path, penv, clang, len(queries), lambda: _run_all(queries, penv),
+                 keep=lambda answers: answers[0] is not None,
+                 paths=lambda answers: [p for p in map(_found_file, answers[1:]) if p])
 
 
 #: The device target whose processors a clang lists for each vendor (`--print-supported-cpus`).
@@ -248,16 +250,13 @@ def offload_archs(env, command: str, nvcc: bool = False) -> dict[str, frozenset[
     else:
         queries = [[path, f"--target={triple}", "-nogpulib", "--print-supported-cpus"] for _, triple in _CPU_TARGETS]
     penv = build_env(env)
-    top = _nodes.abspath(env.Dir("#"))
-    k = _probe_cache.key(command, path, penv, not nvcc, probe="offload-archs")
-    entry = _probe_cache.load(top, k) if k else None
-    if entry is not None and len(entry["answers"]) == len(queries):
-        names = entry["answers"]
-    else:
+
+    def ask() -> list:
         said = _run_all(queries, penv, stderr=not nvcc)
-        names = [_nvcc_archs(text) for text in said] if nvcc else [_listed_cpus(text) for text in said]
-        if k and all(n is not None for n in names):
-            _probe_cache.store(top, k, names, [])
+        return [_nvcc_archs(text) for text in said] if nvcc else [_listed_cpus(text) for text in said]
+
+    names = _kept(env, command, path, penv, not nvcc, len(queries), ask, probe="offload-archs",
+                  keep=lambda names: all(n is not None for n in names))
     if any(n is None for n in names):
         found = None
     elif nvcc:
