@@ -48,8 +48,3 @@ def install(env) -> None:
     _applied = wanted
     if wanted == "tuned":
         gc.set_threshold(*THRESHOLDS)
-
-
-def applied() -> str | None:
-    """The mode this process runs with (None before the tool was loaded)."""
-    return _applied

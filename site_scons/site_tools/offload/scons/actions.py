@@ -215,14 +215,13 @@ def command_lines(env, template: str, target=None, source=None, for_signature: b
     return env.subst_list(template, mode, target=target, source=source)
 
 
-def step_text(n, env=None) -> str:
-    """The command of the step that makes `n` as SCons runs it, every word substituted (`$( $)`
-    parts kept: an include folder changes what is compiled), in `env` (default: the step's own
-    environment); for a Python step, its signature contents. The registry's notion of two requests
-    for one target being the same (`graph.common.Wants`)."""
+def step_text(n, env) -> str:
+    """The command of the step that makes `n` as SCons runs it in `env`, every word substituted
+    (`$( $)` parts kept: an include folder changes what is compiled); for a Python step, its
+    signature contents. The registry's notion of two requests for one target being the same
+    (`graph.common.Wants`)."""
     executor = n.get_executor()
     target, source = executor.get_all_targets(), executor.get_all_sources()
-    env = env if env is not None else executor.get_build_env()
     texts = []
     for action in executor.get_action_list():
         for a in getattr(action, "list", None) or [action]:
