@@ -25,6 +25,16 @@ Use:
         env = cluster.client_env()         # for `sccache clang-19 ...` or a build's ENV
         ...
         cluster.stats()["dist_compiles"]   # {"127.0.0.1:PORT": n, ...}
+
+With `cpu_cgroups=True` (off by default) each build server runs in a cpuacct cgroup of its own
+(cgroup v1, `/sys/fs/cgroup/cpuacct/<unique>`): the process joins it before it runs the server
+(so `timeout`, `sccache-dist server`, bubblewrap and every sandboxed compile are in it; a
+process stays in its parent's cgroup, whatever namespaces bubblewrap makes), and
+`server_cpu_seconds()` reads each one's `cpuacct.usage`: the CPU that server and everything it
+started used, exited processes included. A server's rusage cannot give this: bubblewrap's
+sandboxed processes are not reaped by the server, so their time never reaches it. `stop()`
+removes the cgroups once their processes are gone. `cgroup_unavailable_reason()` says why not
+where they cannot be made.
 """
 
 from __future__ import annotations
@@ -44,6 +54,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 HOST = "127.0.0.1"
+CPUACCT = Path("/sys/fs/cgroup/cpuacct")     # cgroup v1's CPU accounting hierarchy
 
 
 class ClusterUnavailable(RuntimeError):
@@ -111,6 +122,64 @@ def unavailable_reason() -> str | None:
     except ClusterUnavailable as e:
         return str(e)
     return None
+
+
+def cgroup_unavailable_reason(root: Path = CPUACCT) -> str | None:
+    """None when a cpuacct cgroup can be made under `root` (cgroup v1, writable: root), else why
+    not."""
+    if not (root / "cpuacct.usage").is_file() or not (root / "cgroup.procs").is_file():
+        return f"no cgroup v1 cpuacct hierarchy at {root} (cgroup v2 only, or not mounted)"
+    if not os.access(root, os.W_OK):
+        return f"{root} is not writable (needs root)"
+    return None
+
+
+class _CpuCgroup:
+    """One cpuacct cgroup (v1): made on creation, joined by a process about to run a server (the
+    `preexec_fn` of its Popen), read, and removed when empty."""
+
+    def __init__(self, root: Path, name: str):
+        self.path = root / name
+        self.path.mkdir()
+        self._procs = os.fspath(self.path / "cgroup.procs")
+
+    def join(self) -> None:
+        """Move the calling process into the cgroup (in the child, between fork and exec)."""
+        fd = os.open(self._procs, os.O_WRONLY)
+        try:
+            os.write(fd, b"0")        # "0": the writing process itself
+        finally:
+            os.close(fd)
+
+    def usage_ns(self) -> int:
+        return int((self.path / "cpuacct.usage").read_text())
+
+    def pids(self) -> list[int]:
+        try:
+            return [int(x) for x in (self.path / "cgroup.procs").read_text().split()]
+        except OSError:
+            return []
+
+    def remove(self, timeout: float = 10) -> None:
+        """rmdir the cgroup (allowed only once no process is in it: a killed group's last members
+        may take a moment to go); kills what is left in it first. Safe to repeat."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError as exc:
+                if time.monotonic() > deadline:
+                    raise ClusterError(f"could not remove the cgroup {self.path}: {exc} "
+                                       f"(processes left: {self.pids()})") from exc
+                for pid in self.pids():
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                time.sleep(0.05)
 
 
 def free_ports(n: int) -> list[int]:
@@ -214,11 +283,13 @@ class SccacheDistCluster:
     "archive_compiler_executable": ...}`; without any, sccache packages a local clang itself.
     `lifetime`: seconds after which every process of the cluster is killed whatever happens.
     `log_level`: SCCACHE_LOG of every process (`info` shows registrations and the client's
-    "falling back to local" warnings; `debug` and `trace` much more)."""
+    "falling back to local" warnings; `debug` and `trace` much more).
+    `cpu_cgroups`: run each build server in a cpuacct cgroup of its own (`server_cpu_seconds`);
+    ClusterUnavailable from `start()` where cgroups cannot be made."""
 
     def __init__(self, workdir: os.PathLike | str, servers: int = 2, *, lifetime: int = 900,
                  toolchains: Iterable[Mapping] = (), log_level: str = "info",
-                 register_timeout: float = 60):
+                 register_timeout: float = 60, cpu_cgroups: bool = False):
         if servers < 1:
             raise ValueError("a cluster needs at least one build server")
         self.workdir = Path(workdir)
@@ -238,6 +309,8 @@ class SccacheDistCluster:
         self.client: _Proc | None = None
         self.startup_seconds: float | None = None
         self._killed: list[_Proc] = []      # build servers killed on purpose (kill_server)
+        self.cpu_cgroups = cpu_cgroups
+        self.cgroups: list[_CpuCgroup] = []  # one per build server, with cpu_cgroups
 
     # ---------------------------------------------------------------- life cycle
 
@@ -264,6 +337,10 @@ class SccacheDistCluster:
         (ClusterError with the logs' tails otherwise). Call `stop()` also when this raises."""
         t0 = time.monotonic()
         self.programs = find_programs()
+        if self.cpu_cgroups:
+            reason = cgroup_unavailable_reason()
+            if reason:
+                raise ClusterUnavailable(f"sccache-dist cluster: cpu_cgroups: {reason}")
         self.workdir.mkdir(parents=True, exist_ok=True)
         ports = free_ports(self.n_servers + 2)
         self.scheduler_port, self.client_port, self.server_ports = ports[0], ports[1], ports[2:]
@@ -302,7 +379,12 @@ class SccacheDistCluster:
             f"[builder]\ntype = \"overlay\"\nbuild_dir = {_toml(d / 'build')}\n"
             f"bwrap_path = {_toml(self.programs.bwrap)}\n\n"
             f"[scheduler_auth]\ntype = \"token\"\ntoken = {_toml(self.server_token)}\n")
-        return self._spawn(f"server{i}", [self.programs.sccache_dist, "server", "--config", str(conf)])
+        cgroup = None
+        if self.cpu_cgroups:
+            cgroup = _CpuCgroup(CPUACCT, f"sccache-dist-{os.getpid()}-{self.server_token[:12]}-server{i}")
+            self.cgroups.append(cgroup)
+        return self._spawn(f"server{i}", [self.programs.sccache_dist, "server", "--config", str(conf)],
+                           cgroup=cgroup)
 
     def _write_client_conf(self) -> None:
         lines = ["[dist]", f"scheduler_url = {_toml(self.scheduler_url)}",
@@ -371,6 +453,9 @@ class SccacheDistCluster:
         for p in [self.client, *self.servers, self.scheduler]:
             if p is not None:
                 p.stop()
+        while self.cgroups:
+            self.cgroups[0].remove()
+            self.cgroups.pop(0)
 
     # ---------------------------------------------------------------- operations
 
@@ -410,6 +495,14 @@ class SccacheDistCluster:
         if p is not None:
             self._killed.append(p)
             p.kill()
+
+    def server_cpu_seconds(self) -> list[float]:
+        """CPU time (user + system, s) each build server and everything it started (sandboxes,
+        compiles; also those that have exited) used so far: its cgroup's `cpuacct.usage`. Needs
+        `cpu_cgroups=True`."""
+        if not self.cpu_cgroups:
+            raise ClusterError("server_cpu_seconds() needs SccacheDistCluster(..., cpu_cgroups=True)")
+        return [c.usage_ns() / 1e9 for c in self.cgroups]
 
     def pids(self) -> dict[int, str]:
         """Every live process of the cluster (by process group, so sandboxed compiles count), with
@@ -477,7 +570,8 @@ class SccacheDistCluster:
 
     # ---------------------------------------------------------------- plumbing
 
-    def _spawn(self, name: str, cmd: list[str], env: Mapping[str, str] | None = None) -> _Proc:
+    def _spawn(self, name: str, cmd: list[str], env: Mapping[str, str] | None = None,
+               cgroup: _CpuCgroup | None = None) -> _Proc:
         if env is None:
             env = {k: v for k, v in os.environ.items() if not k.startswith("SCCACHE_")}
             env.update(SCCACHE_NO_DAEMON="1", SCCACHE_LOG=self.log_level)
@@ -486,7 +580,7 @@ class SccacheDistCluster:
             popen = subprocess.Popen(
                 [self.programs.timeout, "--kill-after=5", str(self.lifetime), *cmd],
                 stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=dict(env),
-                cwd=self.workdir, start_new_session=True)
+                cwd=self.workdir, start_new_session=True, preexec_fn=cgroup.join if cgroup else None)
         return _Proc(name, popen, log)
 
     def _wait_port(self, port: int, proc: _Proc, timeout: float = 30) -> None:
