@@ -17,7 +17,7 @@ SITE_TOOLS = REPO / "site_scons" / "site_tools"
 LLVM19_LIB = "/usr/lib/llvm-19/lib"
 
 # One line per action, as the tool prints them by default.
-_ACTION_RE = re.compile(r"^(HOSTIR|HOST|CONVERT|DEVICELINK|DEVICE|NVCC|BUNDLE|PACKAGE\+EMBED|PACKAGE|EMBED|LINK|RELOCATABLE|AR|LDSCRIPT|"
+_ACTION_RE = re.compile(r"^(HOSTIR|HOST|CONVERT|DEVICELINK|DEVICE|NVCC|FAT|BUNDLE|PACKAGE\+EMBED|PACKAGE|EMBED|LINK|RELOCATABLE|AR|LDSCRIPT|"
                         r"UNBUNDLE|MANIFEST)\b(.*)$")
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from . import sccache as _dist
+from ..scons import nodes as _nodes
 from ..settings import languages as _languages
 
 _DISTRIBUTING_LAUNCHERS = {"distcc", "pump", "distcc-pump", "icecc", "icerun"}
@@ -29,6 +30,10 @@ def local_launcher(target, source, env, for_signature):
 
 def launch(target, source, env, for_signature):
     """The launcher of a compile: sources whose offload entry names come from the file identity
-    (OpenMP) take `$OFFLOAD_LOCAL_LAUNCHER`, the others `$OFFLOAD_LAUNCHER`."""
+    (OpenMP) take `$OFFLOAD_LOCAL_LAUNCHER`, unless host and device code are one job (a fat
+    object through sccache-dist), the others `$OFFLOAD_LAUNCHER`."""
     lang = _languages.LANGUAGES.get(env.get("_OFFLOAD_LANG", "openmp"))
-    return "$OFFLOAD_LOCAL_LAUNCHER" if lang is None or lang.file_identity else _dist.launcher(env, target)
+    whole = bool(target) and getattr(_nodes.marks(target[0]), "offload_fat_job", False)
+    if (lang is None or lang.file_identity) and not whole:
+        return "$OFFLOAD_LOCAL_LAUNCHER"
+    return _dist.launcher(env, target)

@@ -66,6 +66,10 @@ class Policy:
     #: environment saying whether they do with the one in use (then `stays` is said and nothing is
     #: packed for them); None: `stays` always holds.
     stays_if: typing.Callable | None = None
+    #: Its sources compile as one job each while the build distributes (host and every device
+    #: image: `graph.compile.fat_object`), sent with a toolchain packed for that job, through a
+    #: server of their own; where `stays_if` holds they run here without a launcher instead.
+    whole: bool = False
 
     def all_stay(self, env) -> bool:
         """Whether every compile of the flavour stays here with `env`'s compiler (`stays_if`)."""
@@ -144,6 +148,8 @@ class Server:
     socket: str
     archive: str | None
     compiler: str | None     # the clang the archive is for, as sccache resolves it
+    suffixes: tuple = (".hip",)   # the source suffixes of the compiles the archive is packed for
+    what: str = "HIP device compiles"   # what is sent with it, as the notes say
 
 
 def _digest(*parts) -> str:
@@ -158,10 +164,12 @@ def _socket_name(key: str) -> str:
     return f"\\x00offload-sccache-{os.getuid()}-{key}"
 
 
-def server(env, c: Client, compile_argv: list[str] | None = None) -> Server:
-    """The tool's server for `env`, a client of `c`. `compile_argv`: a HIP device compile of this
-    environment without launcher, source, output or `-c`, when one goes to the servers (its
-    toolchain is packed for it)."""
+def server(env, c: Client, compile_argv: list[str] | None = None, suffixes: tuple = (".hip",),
+           what: str = "HIP device compiles") -> Server:
+    """The tool's server for `env`, a client of `c`. `compile_argv`: a compile of this
+    environment that goes to the servers with a toolchain packed for it (a HIP device compile, an
+    OpenMP source's one job: `what`), without launcher, source, output or `-c`; `suffixes`: the
+    sources' it is packed for."""
     compiler = archive_of = None
     top = _nodes.abspath(env.Dir("#"))
     # The project is part of the key: the socket's name is machine-wide, and a server of
@@ -170,12 +178,12 @@ def server(env, c: Client, compile_argv: list[str] | None = None) -> Server:
     if compile_argv:
         compiler = _toolchain.resolve(env, compile_argv[0]) or compile_argv[0]
         ident = _toolchain.probe_compiler(env, compile_argv[0]).identity
-        parts += [compiler, os.path.realpath(compiler), ident, compile_argv[1:]]
+        parts += [compiler, os.path.realpath(compiler), ident, compile_argv[1:]] + ([list(suffixes)] if suffixes != (".hip",) else [])
     key = _digest(*parts)
     folder = os.path.join(top, ".offload-dist", key)
     if compile_argv:
         archive_of = os.path.join(folder, "toolchain.tar.gz")
-    return Server(folder, os.path.join(folder, "config.toml"), _socket_name(key), archive_of, compiler)
+    return Server(folder, os.path.join(folder, "config.toml"), _socket_name(key), archive_of, compiler, suffixes, what)
 
 
 def _server_env(srv: Server) -> dict[str, str]:
@@ -219,11 +227,11 @@ def say(env, flavour) -> None:
         sys.stderr.write(f"offload: note: sccache-dist: {policy.stays}: {policy.why}\n")
 
 
-def _device_argv(device) -> list[str]:
-    """A device compile node's command as clang gets it, less launcher, `-c`, output, source and
-    CUID: what its toolchain is packed for."""
+def _device_argv(device, com: str = "$OFFLOAD_DEVICECOM") -> list[str]:
+    """A compile node's command (`com`: a device compile's, an OpenMP source's one job) as clang
+    gets it, less launcher, `-c`, output, source and CUID: what its toolchain is packed for."""
     benv = _nodes.build_env(device)
-    cmd = _actions.command_lines(_nodes.override(benv, {"_OFFLOAD_LAUNCH": ""}), "$OFFLOAD_DEVICECOM",
+    cmd = _actions.command_lines(_nodes.override(benv, {"_OFFLOAD_LAUNCH": ""}), com,
                                  [device], _nodes.sources(device))[0]
     argv = _toolchain.argv_as_run(cmd, benv, _toolchain.build_env(benv))
     out, skip = [], False
@@ -249,6 +257,10 @@ def attach(env, made, flavour) -> None:
     c = client(env)
     if c is None or flavour.dist.unlaunched:
         return
+    if flavour.dist.whole:
+        if not flavour.dist.all_stay(env):
+            _attach_whole(env, c, made)
+        return
     argv = None
     parts = getattr(_nodes.marks(made[0]), "offload_parts", None) or Parts()
     devices = list(parts.devices.values())
@@ -269,6 +281,24 @@ def attach(env, made, flavour) -> None:
     earlier.extend(made)
     env.Requires(targets, _NODES[srv.config])
     for n in targets:
+        _nodes.marks(n).offload_dist_launcher = _prefix(srv)
+
+
+def _attach_whole(env, c: Client, made) -> None:
+    """`made`, one source's fat object compiled in one job: through the environment's server for
+    such jobs, whose toolchain is packed for the first one (their command lines differ only in
+    the source and the object)."""
+    key = _env_key(env) + ("whole",)
+    srv = _SERVERS.get(key)
+    if srv is None:
+        fat = made[0]
+        argv = _device_argv(fat, "$OFFLOAD_FATCOM")
+        # C and C++ alike: a device job includes more headers in C++ (`<cstdlib>`).
+        srv = _SERVERS[key] = server(env, c, argv, (".c", ".cpp"), "OpenMP compiles")
+        if srv.config not in _NODES:
+            _NODES[srv.config] = _server_nodes(env, c, srv, argv)
+    env.Requires(made, _NODES[srv.config])
+    for n in made:
         _nodes.marks(n).offload_dist_launcher = _prefix(srv)
 
 
@@ -301,10 +331,10 @@ def write_config(c: Client, srv: Server, argv: list[str] | None, penv: dict) -> 
     if srv.archive and srv.compiler:
         if any(t.get("compiler_executable") == srv.compiler for t in toolchains):
             sys.stderr.write(f"offload: note: sccache-dist: '{c.path}' names a toolchain for '{srv.compiler}': "
-                             "its HIP device compiles take that one\n")
+                             f"its {srv.what} take that one\n")
         else:
             try:
-                files = _dist_toolchain.contents(srv.compiler, [(argv, ".hip")], penv)
+                files = _dist_toolchain.contents(srv.compiler, [(argv, sfx) for sfx in srv.suffixes], penv)
                 size = _dist_toolchain.write(srv.archive, files)
             except (_dist_toolchain.PackError, OSError) as exc:
                 sys.stderr.write(f"offload: note: sccache-dist: the toolchain of '{srv.compiler}' could not be "
@@ -312,7 +342,7 @@ def write_config(c: Client, srv: Server, argv: list[str] | None, penv: dict) -> 
                 toolchains.append({"type": "no_dist", "compiler_executable": srv.compiler})
             else:
                 sys.stderr.write(f"offload: note: sccache-dist: packed {len(files)} files of '{srv.compiler}' "
-                                 f"({size / 1e6:.0f} MB) for its HIP device compiles\n")
+                                 f"({size / 1e6:.0f} MB) for its {srv.what}\n")
                 toolchains.append({"type": "path_override", "compiler_executable": srv.compiler,
                                    "archive": srv.archive, "archive_compiler_executable": srv.compiler})
     settings = dict(c.settings)

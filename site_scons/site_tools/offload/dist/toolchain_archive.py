@@ -14,8 +14,15 @@ What goes in is asked of the compiler, never guessed from where it lives:
   (the driver checks a device-library folder's contents, not just the files one arch links);
 - the programs those programs run themselves: `clang-offload-bundler` runs `llvm-objcopy`, found
   with `-print-prog-name=`;
-- the headers: the dependency list (`-M`) of the compile of an empty source, i.e. what the
-  compiler includes before any line of the user's;
+- the headers: the dependency lists (`-M`, and each -cc1 job's own) of the compile of an empty
+  source, i.e. what the compiler includes before any line of the user's, and clang's own header
+  folder whole
+  (`-print-resource-dir`): `-M` lists one job's headers, and an OpenMP compile's device jobs
+  include `__clang_openmp_device_functions.h` and the math wrappers on their own (clang 22 writes
+  no list at all for a device-only compile);
+- the files by which clang recognises the installations it says it uses (`-v`): the CUDA
+  installation's `cuda.h` and version (without them the server's clang finds no libdevice for an
+  NVIDIA arch), the GCC installation's `crtbegin.o` (without it no C++ standard headers);
 - every program's shared libraries, as the dynamic loader resolves them (`ldd`).
 
 The archive is deterministic (sorted members, no times or owners), so one toolchain packed twice
@@ -38,6 +45,12 @@ _RUNS = {"clang-offload-bundler": ("llvm-objcopy",)}
 #: Driver job flags whose value is a file the job reads from the device-library folder.
 _LIBRARY_FLAGS = ("-mlink-builtin-bitcode", "-mlink-bitcode-file")
 _LDD_LINE = re.compile(r"(/\S+) \(0x[0-9a-f]+\)")
+_CUDA_FOUND = re.compile(r"^Found CUDA installation: (/.*?), version", re.M)
+_GCC_SELECTED = re.compile(r"^Selected GCC installation: (/.*)$", re.M)
+#: The file by which clang's driver recognises a GCC installation (whose C++ headers it adds).
+_GCC_MARKER = "crtbegin.o"
+#: The files of a CUDA installation clang's detector reads (beside `bin/`, `nvvm/libdevice/`).
+_CUDA_MARKERS = ("include/cuda.h", "version.json", "version.txt")
 
 
 class PackError(Exception):
@@ -75,9 +88,69 @@ def _headers(argv: list[str], empty: str, penv: dict) -> set[str]:
     cp = _run(argv + ["-M", "-MF", deps, empty], penv)
     if cp.returncode:
         raise PackError(f"'{shlex.join(argv)} -M' failed: {_why(cp.stderr)}")
-    with open(deps) as f:
-        words = f.read().replace("\\\n", " ").split()
+    try:
+        with open(deps) as f:
+            words = f.read().replace("\\\n", " ").split()
+    except FileNotFoundError:
+        words = []   # a device-only compile of clang 22 lists nothing: the resource headers cover it
     return {w for w in words if os.path.isabs(w) and w != empty}
+
+
+#: A -cc1 job's flags that name what it writes, dropped to run it as a preprocessor only.
+_CC1_OUTPUT_FLAGS = {"-emit-llvm-bc", "-emit-llvm-uselists", "-emit-llvm", "-S", "-emit-obj", "-c"}
+_CC1_VALUE_FLAGS = {"-o", "-fopenmp-host-ir-file-path"}
+
+
+def _job_headers(jobs: list[list[str]], empty: str, tmp: str, penv: dict) -> set[str]:
+    """What each -cc1 job of the compile of `empty` reads by itself (its own dependency list, run
+    as a preprocessor): a device job includes headers the host job does not (an OpenMP device
+    job's `__clang_openmp_device_functions.h`, which includes `<cstdlib>` in C++), and the
+    driver's `-M` lists one job's only."""
+    files: set[str] = set()
+    for i, job in enumerate(jobs):
+        if len(job) < 3 or job[1] != "-cc1" or job[-1] != empty:
+            continue
+        argv, skip = [], False
+        for a in job:
+            if skip:
+                skip = False
+            elif a in _CC1_VALUE_FLAGS:
+                skip = True
+            elif a not in _CC1_OUTPUT_FLAGS:
+                argv.append(a)
+        deps = os.path.join(tmp, f"job{i}.d")
+        cp = _run(argv + ["-Eonly", "-sys-header-deps", "-dependency-file", deps, "-MT", "x"], penv)
+        if cp.returncode:
+            raise PackError(f"the preprocessor of '{job[0]} -cc1' failed: {_why(cp.stderr)}")
+        with open(deps) as f:
+            words = f.read().replace("\\\n", " ").split()
+        files |= {w for w in words if os.path.isabs(w) and w != empty}
+    return files
+
+
+def _resource_headers(compiler: str, penv: dict) -> set[str]:
+    """clang's own headers, every one: the folder `include` of its resource directory."""
+    cp = _run([compiler, "-print-resource-dir"], penv)
+    folder = os.path.join(cp.stdout.strip(), "include")
+    if cp.returncode or not os.path.isabs(folder) or not os.path.isdir(folder):
+        raise PackError(f"'{compiler} -print-resource-dir' names no header folder: {_why(cp.stderr)}")
+    return {os.path.join(d, n) for d, _, names in os.walk(folder) for n in names}
+
+
+def _installations(argv: list[str], empty: str, penv: dict) -> set[str]:
+    """The files by which clang recognises the installations it says it uses (`-v`): the CUDA
+    installation's `cuda.h` and version (without them no libdevice for an NVIDIA arch), and the
+    GCC installation's `crtbegin.o` (without it no C++ standard headers, which an OpenMP device
+    job includes by itself)."""
+    cp = _run(argv + ["-v", "-c", "-o", empty + ".o", empty, "-###"], penv)
+    found: list[str] = []
+    cuda = _CUDA_FOUND.search(cp.stderr)
+    if cuda:
+        found += [os.path.join(cuda.group(1), m) for m in _CUDA_MARKERS]
+    gcc = _GCC_SELECTED.search(cp.stderr)
+    if gcc:
+        found.append(os.path.join(gcc.group(1).strip(), _GCC_MARKER))
+    return {p for p in found if os.path.isfile(p)}
 
 
 def _shared_libraries(program: str, penv: dict) -> set[str]:
@@ -95,10 +168,14 @@ def contents(compiler: str, compiles: list[tuple[list[str], str]], penv: dict) -
         for argv, suffix in compiles:
             empty = os.path.join(tmp, "empty" + suffix)
             open(empty, "w").close()
-            for job in driver_jobs(argv + ["-c", "-o", empty + ".o", empty], penv):
+            jobs = driver_jobs(argv + ["-c", "-o", empty + ".o", empty], penv)
+            for job in jobs:
                 programs.add(job[0])
                 folders |= _device_library_dirs(job)
             files |= _headers(argv, empty, penv)
+            files |= _job_headers(jobs, empty, tmp, penv)
+            files |= _installations(argv, empty, penv)
+    files |= _resource_headers(compiler, penv)
     for program in sorted(programs):
         for name in _RUNS.get(os.path.basename(program), ()):
             cp = _run([compiler, f"-print-prog-name={name}"], penv)
@@ -113,6 +190,14 @@ def contents(compiler: str, compiles: list[tuple[list[str], str]], penv: dict) -
             path = os.path.join(folder, name)
             if os.path.isfile(path):
                 files.add(path)
+    # A path the compiler goes up from (`/usr/lib/gcc/x86_64-linux-gnu/12/../../../../include/c++/12`,
+    # its C++ headers) resolves on the server only when the folder it goes up from is there too.
+    for path in list(files):
+        parts = path.split(os.sep)
+        if ".." in parts:
+            above = os.sep.join(parts[:parts.index("..")])
+            if os.path.isdir(above):
+                files.add(above)
     return sorted(files)
 
 
@@ -163,6 +248,10 @@ def _write(part: str, paths: list[str]) -> None:
                 tar.addfile(info)
                 continue
             st = os.stat(real)
+            if os.path.isdir(real):   # a folder a path goes up from (`contents`): itself, empty
+                info.type, info.mode = tarfile.DIRTYPE, st.st_mode & 0o7777
+                tar.addfile(info)
+                continue
             info.size, info.mode = st.st_size, st.st_mode & 0o7777
             with open(real, "rb") as src:
                 tar.addfile(info, src)

@@ -100,6 +100,11 @@ class Flavour:
     #: whose objects no step read them in (`settings.checks.unused_in_link`).
     misplaced_flags: types.MappingProxyType = types.MappingProxyType({})
 
+    def whole(self, senv) -> bool:
+        """Whether its sources compile as one job each in `senv` (host and every arch: a fat
+        object, no per-arch nodes), so the split device link has no device objects of theirs."""
+        return False
+
     def check(self, senv) -> None:
         """Run its checks on `senv` (asked once per object; each check says a thing once)."""
         for check in self.checks:

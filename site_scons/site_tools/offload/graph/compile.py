@@ -22,6 +22,7 @@ from offload_tool.rules import bundle_id
 from offload_tool.rules.target_id import AMDGCN_TRIPLE
 
 from ..settings import archs as _archs
+from ..dist import openmp_entries as _dist_entries
 from ..insight import compdb as _compdb
 from . import consume as _consume
 from . import host_ir as _host_ir
@@ -52,6 +53,9 @@ COMMANDS = {
     "OFFLOAD_DEVICECOM": f"{LAUNCH} $OFFLOAD_CLANG $_OFFLOAD_DEVICE_LANGFLAGS --offload-device-only "
                          "--offload-arch=$OFFLOAD_ARCH $_OFFLOAD_VENDORFLAGS -c -o $TARGET "
                          "$OFFLOAD_DEVICEFLAGS $_OFFLOAD_SRCFLAGS $_CCCOMCOM $SOURCE",
+    # OpenMP through sccache-dist: host and every arch of a source in one driver job (`fat_object`).
+    "OFFLOAD_FATCOM": f"{LAUNCH} $OFFLOAD_CLANG $_OFFLOAD_FATFLAGS -c -o $TARGET $_OFFLOAD_FAT_XARCHFLAGS "
+                      "$_OFFLOAD_SRCFLAGS $_CCCOMCOM $SOURCE",
     # nvcc's one compile of a source: OFFLOAD_NVCCCOM, with nvcc's own commands (_nvcc).
     "OFFLOAD_HIPFBCOM": f"{PY} -m offload_tool.cli.bundler -type=o -bundle-align=4096 $_OFFLOAD_COMPRESSFLAG "
                         "-targets=$_OFFLOAD_HIPFB_TARGETS -input=/dev/null "
@@ -67,6 +71,7 @@ COMSTRS = {
     "OFFLOAD_HOSTIRCOMSTR": "HOSTIR ${SOURCE}",
     "OFFLOAD_HOSTBACKENDCOMSTR": "HOST ${SOURCE}",
     "OFFLOAD_DEVICECOMSTR": "DEVICE ${OFFLOAD_ARCH} ${SOURCE}",
+    "OFFLOAD_FATCOMSTR": "FAT ${SOURCE}",
     "OFFLOAD_NVCCCOMSTR": "NVCC ${SOURCE}",
     "OFFLOAD_HIPFBCOMSTR": "BUNDLE ${TARGET}",
     "OFFLOAD_PACKAGECOMSTR": "PACKAGE ${TARGET}",
@@ -259,6 +264,11 @@ def builders() -> dict:
                                                                       varlist=COMPILER_VARS),
                                          source_scanner=scanner, suffix=_device_suffix, src_suffix=src_suffix,
                                          emitter=_mark(image=True), report_kind="device-compile"),
+        # OpenMP through sccache-dist: its entry names are checked once it is made (`_dist_entries`).
+        "_OffloadFatCompile": group_builder(action=_actions.CompileAction(
+                                                "$OFFLOAD_FATCOM", cmdstr="$OFFLOAD_FATCOMSTR", varlist=COMPILER_VARS,
+                                                after=_after_fat_compile),
+                                            source_scanner=scanner, emitter=_mark(), report_kind="fat-compile"),
         "_OffloadNvccCompile": builder(action=action("OFFLOAD_NVCCCOM", ["_OFFLOAD_NVCC_ID"]), source_scanner=scanner,
                                        suffix=object_suffix, src_suffix=".cu", emitter=_mark(),
                                        report_kind="nvcc-compile"),
@@ -511,6 +521,107 @@ def device_object(env, s, arch, target, kw, ir=None):
 
     return registry.get(env, request_key(env, s, target, f"device {arch}"), "device",
                         wants(senv, lang.name, kw.get("OFFLOAD_CLANG"), kw=kw), make)
+
+
+def fat_object(env, s, fat, archs, kw, pic=False):
+    """The object of OpenMP source `s` made by one driver job: the host object with every arch's
+    device image packaged and embedded (`OFFLOAD_FATCOM`). What a build server of sccache-dist
+    makes (`flavours.openmp_clang`): host and device code of one job name their offload entries
+    after the same file, the server's copy of the source, so they agree by construction; that
+    two sources' entries never meet is checked once each is made (`_dist_entries`)."""
+    senv = settings(env, kw)
+    require_clang(senv)
+    lang = language_of(s, senv)
+    o = _common_overrides(senv, s, lang, kw)
+    o["_OFFLOAD_FAT_ARCHS"] = ",".join(archs)
+    if pic:
+        pic_overrides(senv, o)
+    genv = group_env(env, o)
+    made = genv._OffloadFatCompile(fat, s)
+    for n in made:
+        _nodes.marks(n).offload_fat_job = True
+    _compdb.record(genv, made, [s], "OFFLOAD_FATCOM")
+    clean_stale_archs(env, made, s.dir, stem(s) + ".", (".o", ".bc"), [])
+    return made
+
+
+def _after_fat_compile(target, source, env, status) -> None:
+    _after_compile(target, source, env, status, host_side=True)
+    if not status:
+        _dist_entries.check_made(target[0], source[0], env)
+
+
+def fat_flags(target, source, env, for_signature):
+    """`$_OFFLOAD_FATFLAGS`: what makes a driver compile make the host object and every arch's
+    image (`$_OFFLOAD_FAT_ARCHS`): `-fopenmp --offload-arch=`, the vendors' installation flags,
+    and clang's OpenMP header wrappers first on the include path. A build server compiles the
+    source with its includes inlined here (`rewrite_includes_only`), as the host side reads them;
+    a device job reads `<math.h>` through clang's wrappers (which map `sin` to the device's
+    libraries), so the wrappers are inlined too, and a host side that reads them through is
+    the same code."""
+    archs = [a for a in str(env.get("_OFFLOAD_FAT_ARCHS", "")).split(",") if a]
+    vendors = {_archs.vendor(a) for a in archs}
+    flags = ["-fopenmp"] + (["--offload-arch=" + ",".join(archs)] if archs else [])
+    if "nvidia" in vendors:
+        flags.append("$_OFFLOAD_NVPTX_BCFLAG")
+    flags.extend(_installations.device_flags(env, vendors))
+    wrappers = _toolchain.print_file_name(env, env.subst("$OFFLOAD_CLANG"), "include/openmp_wrappers")
+    if wrappers and archs:
+        flags += ["-isystem", wrappers]
+    return flags
+
+
+#: What clang 19's `-Xarch_device` takes of an optimisation level (it refuses `-O1`, `-O2`, `-Os`,
+#: `-Oz`: "not all driver options can be forwarded via Xarch argument"; measured).
+_XARCH_LEVELS = {"-O0", "-O3", "-O4", "-Ofast"}
+#: Flags whose value is the next word, which `-Xarch_*` cannot carry ("options requiring
+#: arguments are unsupported").
+_SEPARATE_VALUE = {"-mllvm", "-Xclang", "-include", "-isystem", "-I", "-D", "-U", "-Xlinker", "-Xopenmp-target",
+                   "-imacros", "-idirafter", "-iquote", "-x", "-arch", "-target"}
+
+
+def _flag_words(env, var: str, target=None, source=None) -> list[str]:
+    return [str(w) for line in _actions.command_lines(env, "$" + var, target, source) for w in line]
+
+
+def fat_xarch_words(env, target=None, source=None) -> list[str] | None:
+    """`OFFLOAD_HOSTFLAGS` for the host side and `OFFLOAD_DEVICEFLAGS` for the device side of one
+    driver job, as each reaches its side in the per-arch graph: words both name once, to both;
+    the others through `-Xarch_host` / `-Xarch_device`, except a host optimisation level, which
+    clang 19 drops from `-Xarch_host` (measured): given to both, the device side's own level after
+    it. None when clang cannot be given them so (a device level `-Xarch_device` refuses, a flag
+    whose value is the next word)."""
+    host = _flag_words(env, "OFFLOAD_HOSTFLAGS", target, source)
+    device = _flag_words(env, "OFFLOAD_DEVICEFLAGS", target, source)
+    if host == device:
+        return host
+    both = [w for w in host if w in device]
+    only_host = [w for w in host if w not in device]
+    only_device = [w for w in device if w not in host]
+    if any(w in _SEPARATE_VALUE for w in only_host + only_device):
+        return None
+    out = list(both)
+    host_opt = [w for w in only_host if w.startswith("-O")]
+    device_opt = [w for w in only_device if w.startswith("-O")]
+    if host_opt and not device_opt and not any(w.startswith("-O") for w in both):
+        device_opt = ["-O0"]   # the device side's level where it names none: clang's default
+    if any(w not in _XARCH_LEVELS for w in device_opt):
+        return None
+    out.extend(host_opt)
+    for w in only_host:
+        if not w.startswith("-O"):
+            out += ["-Xarch_host", w]
+    for w in device_opt + [w for w in only_device if not w.startswith("-O")]:
+        out += ["-Xarch_device", w]
+    return out
+
+
+def fat_xarch_flags(target, source, env, for_signature):
+    """`$_OFFLOAD_FAT_XARCHFLAGS`: `fat_xarch_words` (the plain host flags where clang cannot be
+    given them: such an environment's OpenMP compiles do not take this command,
+    `flavours.openmp_clang`)."""
+    words = fat_xarch_words(env, target, source)
+    return words if words is not None else _flag_words(env, "OFFLOAD_HOSTFLAGS", target, source)
 
 
 def OffloadHostObject(env, source, target=None, **kw):

@@ -293,7 +293,7 @@ def _split_parts(env, n, kw, pic):
     device code)."""
     if _languages.is_offload_source(n):
         flavour, lang, archs = _objects.source_flavour(env, n, kw)
-        if not flavour.split_device_link:
+        if not flavour.split_device_link or flavour.whole(settings(env, kw)):
             return "keep"
         host, devices = flavour.split_parts(env, n, lang, archs, kw, pic)
         _dist.attach(settings(env, kw), [host, *devices.values()], flavour)

@@ -51,9 +51,9 @@ SCHEMA = "offload-build-report/1"
 #: `graph.common.reported`): their device bytes per arch are measured.
 FINAL_BUILDERS = {"Program", "SharedLibrary", "LoadableModule", "StaticLibrary", "Library"}
 #: Kind -> the word the action's line starts with (its COMSTR), for labels.
-WORDS = {"host-ir": "HOSTIR", "host-compile": "HOST", "device-compile": "DEVICE", "nvcc-compile": "NVCC", "device-link": "DEVICELINK",
+WORDS = {"host-ir": "HOSTIR", "host-compile": "HOST", "device-compile": "DEVICE", "nvcc-compile": "NVCC", "fat-compile": "FAT", "device-link": "DEVICELINK",
          "relocatable-link": "RELOCATABLE", "archive": "AR"}
-_COMPILES = ("host-ir", "host-compile", "device-compile", "nvcc-compile")
+_COMPILES = ("host-ir", "host-compile", "device-compile", "nvcc-compile", "fat-compile")
 
 def _spawn(sh, escape, cmd, args, env):
     """SCons's POSIX spawn (`sh -c '<command>'`), but waited for with `os.wait4`, which gives the

@@ -40,6 +40,8 @@ CALLABLES = {
     "_OFFLOAD_VENDORFLAGS": _languages.vendor_flags,
     "_OFFLOAD_NVPTX_BCFLAG": _installations.nvptx_bc_flag,
     "_OFFLOAD_FATBIN_ID": _compile.fatbin_id,
+    "_OFFLOAD_FATFLAGS": _compile.fat_flags,
+    "_OFFLOAD_FAT_XARCHFLAGS": _compile.fat_xarch_flags,
     "_OFFLOAD_PACKAGERFLAGS": _builders.packager_flags,
     "_OFFLOAD_LLVMVERSIONFLAG": _bundling.llvm_version_flag,
     "_OFFLOAD_IMAGES": _builders.image_flags,
