@@ -7,7 +7,8 @@ with nvcc for sm_80 + sm_90) builds through it; the tool runs its compiles throu
 server of its own (`_dist`) whose configuration carries the toolchain of the HIP device compiles.
 Counted per kind from that server's `--show-stats` (sccache counts distributed compiles per build
 server only, so each kind is built on its own): every HIP device compile and nvcc's per-arch
-cicc/ptxas steps go to the build servers, OpenMP compiles stay here; the programs are
+cicc/ptxas steps go to the build servers, OpenMP compiles for an AMD arch stay here (OpenMP for
+NVIDIA archs goes whole: tests/servers/test_scons_openmp_sccache_dist.py); the programs are
 byte-identical to a local build (HIP; OpenMP's NVPTX objects vary between local builds already) and `offload-tool verify` accepts them; a build
 server killed while it compiles costs the build nothing.
 
@@ -133,7 +134,7 @@ def _device_compiles(cp, suffix: str) -> int:
     return sum(1 for kind, rest in actions(cp) if kind == "DEVICE" and rest.strip().endswith(suffix))
 
 
-def test_mixed_project_distributes_hip_and_nvcc_device_compiles_and_keeps_openmp_here(cluster, tmp_path):
+def test_mixed_project_distributes_hip_and_nvcc_device_compiles_and_keeps_amd_openmp_here(cluster, tmp_path):
     p = _project(tmp_path / "proj")
     env = _build_env(cluster, tmp_path / "cache")
     # The local build, for comparison (no launcher).
@@ -145,11 +146,11 @@ def test_mixed_project_distributes_hip_and_nvcc_device_compiles_and_keeps_openmp
 
     launcher = f"launcher={_sccache()}"
     try:
-        # OpenMP: compiled here, nothing distributed; said once, with the reason.
+        # OpenMP with an AMD arch: compiled here, nothing distributed; said once, with the reason.
         cp = _scons(p, launcher, "app", env=env)
         out = cp.stdout + cp.stderr
         assert out.count("OpenMP compiles run here, without sccache") == 1, out
-        assert "entry names come from the source file's device and inode" in out
+        assert "entry names come from the source file's device and inode" in out and "AMD math wrappers" in out
         assert _device_compiles(cp, ".c") == 2 and _device_compiles(cp, ".cpp") == 2
         assert not (p.root / ".offload-dist").exists(), "an OpenMP-only build started an sccache server"
 
