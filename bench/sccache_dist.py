@@ -70,8 +70,9 @@ Both builds' programs must run (host fallback, no GPU needed) and pass `offload-
 each distributed build's program is compared with the local build's ("same"). Expected: hip yes
 (its device code objects come back byte-identical); hip-new and cuda-clang yes (the tool pins the
 CUID to the source's path); cuda not guaranteed (the local build splits nvcc, the distributed one
-runs it whole, and CUDA 13's ptxas orders symbols differently between runs); omp no (offload entry
-names come from the source file's device and inode, which a clean rebuild changes).
+runs it whole, and CUDA 13's ptxas orders symbols differently between runs); omp only where both
+builds compile it here (offload entry names come from the source file's device and inode: the
+same files here, other ones in a build server's sandbox).
 The tool's sccache servers and the cluster are stopped (and the cgroups removed) at the end, also
 on error.
 
@@ -218,7 +219,8 @@ KINDS = {
                        "expected (the CUID is pinned to the source's path)"),
     "omp": Kind("omp", "c", "omp_app", "sm_80,gfx90a", "OpenMP C, clang-19", {}, OMP_SOURCE, "",
                 (("clang-19", "the Debian package clang-19"),),
-                "not expected (offload entry names come from the source file's device and inode)"),
+                "only where both builds compile here (offload entry names come from the source file's device "
+                "and inode)"),
 }
 
 SCONSTRUCT = """\
