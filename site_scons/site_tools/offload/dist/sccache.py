@@ -255,7 +255,13 @@ def attach(env, made, flavour) -> None:
     make its server's configuration (and toolchain) a prerequisite of the compiles, as the
     flavour's `Policy` says."""
     c = client(env)
-    if c is None or flavour.dist.unlaunched:
+    if c is None:
+        return
+    if SCons.Script.GetOption("clean"):
+        # `.offload-dist` goes whatever this run sends: an earlier build's servers (other archs, an
+        # OpenMP build sent whole before an AMD arch was added) and the OpenMP entry table.
+        env.Clean(list(made), os.path.join(_nodes.abspath(env.Dir("#")), ".offload-dist"))
+    if flavour.dist.unlaunched:
         return
     if flavour.dist.whole:
         if not flavour.dist.all_stay(env):
