@@ -15,7 +15,9 @@ counted in N) and two offload archs:
   - cuda-clang: CUDA (`.cu`, `OFFLOAD_CUDA_COMPILER='clang'`) with clang-22, sm_80 + sm_90, with
                 CUDA 13's cuRAND headers from the venv (as the tests' cuda-clang22 modes: clang 19
                 cannot compile against CUDA 13's headers, clang 22 only with those headers added);
-  - omp:        OpenMP C with clang-19, sm_80 + gfx90a.
+  - omp:        OpenMP C with clang-19, sm_80 + sm_90 (each source one job, sent whole);
+  - omp-amd:    OpenMP C with clang-19, sm_80 + gfx90a (an AMD arch: compiled here, the tool
+                says why).
 `--kinds` picks some. It builds the project locally (no launcher), then cleans it, starts a
 loopback cluster (a scheduler and two overlay build servers on 127.0.0.1:
 tests/sccache_dist_cluster.py) and builds the same tree with `OFFLOAD_LAUNCHER=<sccache>`, the
@@ -80,7 +82,7 @@ Needs root (the build servers' sandbox and cgroups), bubblewrap, sccache and scc
 venv (`make deps`), clang-19, and per kind: clang-22 (hip-new, cuda-clang), nvcc (cuda,
 cuda-clang), PyPI's nvidia-curand in the venv (cuda-clang).
 
-Usage: python3 bench/sccache_dist.py [--sources 100] [--jobs 2] [--kinds hip,hip-new,cuda,cuda-clang,omp]
+Usage: python3 bench/sccache_dist.py [--sources 100] [--jobs 2] [--kinds hip,hip-new,cuda,cuda-clang,omp,omp-amd]
                                      [--servers 2] [--keep DIR]"""
 
 from __future__ import annotations
@@ -217,10 +219,13 @@ KINDS = {
                        CUDA_SOURCE, _GPU_MAIN.format(include="", api="cuda", word="cuda-clang"),
                        (("clang-22", "the Debian package clang-22"), ("nvcc", "the CUDA toolkit")),
                        "expected (the CUID is pinned to the source's path)"),
-    "omp": Kind("omp", "c", "omp_app", "sm_80,gfx90a", "OpenMP C, clang-19", {}, OMP_SOURCE, "",
+    "omp": Kind("omp", "c", "omp_app", "sm_80,sm_90", "OpenMP C, clang-19", {}, OMP_SOURCE, "",
                 (("clang-19", "the Debian package clang-19"),),
-                "only where both builds compile here (offload entry names come from the source file's device "
-                "and inode)"),
+                "not expected (offload entry names come from the file's device and inode where it compiles)"),
+    "omp-amd": Kind("ompamd", "c", "ompamd_app", "sm_80,gfx90a", "OpenMP C, clang-19, an AMD arch", {}, OMP_SOURCE,
+                    "", (("clang-19", "the Debian package clang-19"),),
+                    "only where both builds compile here (offload entry names come from the source file's "
+                    "device and inode)"),
 }
 
 SCONSTRUCT = """\
@@ -262,7 +267,7 @@ def generate(root: Path, counts: dict[str, int], curand: str | None) -> dict[str
         idx = range(n)
         for i in idx:
             (d / f"k{i:04d}.{k.ext}").write_text(k.source.format(i=i))
-        if kind == "omp":
+        if kind.startswith("omp"):
             decls = "\n".join(f"double kern_{i}(double *x, size_t n);" for i in idx)
             calls = "\n".join(f"  t += kern_{i}(x, {N_LOOP});" for i in idx)
             (d / "main.c").write_text(OMP_MAIN.format(decls=decls, calls=calls, n=N_LOOP))
