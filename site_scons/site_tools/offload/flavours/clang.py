@@ -46,7 +46,7 @@ class Clang(Flavour):
             kw2 = dict(kw, OFFLOAD_CLANG="$" + self.program_var)
         # OpenMP: the host IR of this object's host compile, read by every device compile.
         ir = _compile.host_ir(env, s, None, kw, pic)[0] if _host_ir.wanted(env, kw, lang) else None
-        devices = {a: _compile.device_object(env, s, a, None, kw2, ir)[0] for a in archs}
+        devices = {a: made[0] for a, made in _compile.device_objects(env, s, archs, None, kw2, ir).items()}
         parts = Parts(devices=devices)
         if lang.bundled_device_code:
             extra = []
@@ -79,7 +79,7 @@ class Clang(Flavour):
         _nodes.marks(host).offload_flavour = self.name
         # OpenMP: the host IR every device compile reads, found once for the source, not per arch.
         ir = _compile.host_ir(env, s, None, kw)[0] if _host_ir.wanted(env, kw, lang) else None
-        return host, {a: _compile.device_object(env, s, a, None, kw, ir)[0] for a in archs}
+        return host, {a: made[0] for a, made in _compile.device_objects(env, s, archs, None, kw, ir).items()}
 
 
 #: The flavour of a language record that names none (`Language.flavours`' default).

@@ -188,8 +188,12 @@ def _arch_of(env) -> str:
 def _device_suffix(env, sources) -> str:
     """One arch's device code of a source: `<stem>.<arch><the language's device suffix>`
     (`main.gfx90a.bc`, `k.sm_80.o`, `k.gfx90a.co`)."""
-    arch = _arch_of(env)
-    lang = _languages.resolve(_languages.LANGUAGES[env["_OFFLOAD_LANG"]], env)
+    return device_file_suffix(_arch_of(env), _languages.resolve(_languages.LANGUAGES[env["_OFFLOAD_LANG"]], env))
+
+
+def device_file_suffix(arch: str, lang) -> str:
+    """`_device_suffix` of `arch` for the resolved language record `lang` (the name `device_objects`
+    gives the builder, which then computes none)."""
     return f".{file_safe(arch)}{lang.device_suffix(_archs.vendor(arch))}"
 
 
@@ -420,9 +424,19 @@ def _common_overrides(env, s, lang, kw) -> dict:
     return o
 
 
+_REQUIRED: set[str] = set()
+
+
 def require_clang(env):
+    """`OFFLOAD_CLANG` names a clang the build finds (a UserError otherwise); asked once per
+    command and search path (every node of every source asks)."""
+    key = env.subst("$OFFLOAD_CLANG") + "\0" + str(env["ENV"].get("PATH", "")) if env.get("OFFLOAD_CLANG") else None
+    if key in _REQUIRED:
+        return
     _toolchain.require(env, "OFFLOAD_CLANG", "clang")
     _settings_check.clang_is_clang(env)
+    if key is not None:
+        _REQUIRED.add(key)
 
 
 # --------------------------------------------------------------------------------------------
@@ -500,27 +514,42 @@ def host_ir(env, s, target, kw, pic=False):
 def device_object(env, s, arch, target, kw, ir=None):
     """One arch's device compile of `s`; for a language with a host-IR node (OpenMP), reading
     `ir` (by default the source's own `<stem>.host.bc`)."""
+    return device_objects(env, s, [arch], target, kw, ir)[arch]
+
+
+def device_objects(env, s, archs, target, kw, ir=None) -> dict:
+    """{arch: [node]}: the device compiles of `s`, one per arch (`device_object`). What does not
+    depend on the arch (the settings, the language, the compiler's check, the source's overrides)
+    is found once for all of them: a null build reads every SConscript, and a source has a
+    device node per arch."""
     senv = settings(env, kw)
     require_clang(senv)
     lang = language_of(s, senv)
-    if not lang.offload_kind or arch not in archs_for(lang, [arch]):
-        raise SCons.Errors.UserError(f"offload: '{s}' ({lang.name}) cannot be compiled for '{arch}'")
+    for arch in archs:
+        if not lang.offload_kind or arch not in archs_for(lang, [arch]):
+            raise SCons.Errors.UserError(f"offload: '{s}' ({lang.name}) cannot be compiled for '{arch}'")
+    request = wants(senv, lang.name, kw.get("OFFLOAD_CLANG"), kw=kw)
+    reads_ir = ir is not None or _host_ir.wanted(env, kw, lang)
+    common = {}
 
-    def make():
-        o = _common_overrides(senv, s, lang, kw)
-        o["OFFLOAD_ARCH"] = arch
-        genv = group_env(env, o)
-        made = genv._OffloadDeviceCompile(target, s)
-        if ir is not None or _host_ir.wanted(env, kw, lang):
-            hir = ir if ir is not None else host_ir(env, s, None, kw)[0]
-            env.Depends(made, hir)
-            for n in made:
-                _nodes.marks(n).offload_host_ir = hir
-        _compdb.record(genv, made, [s], "OFFLOAD_DEVICECOM")
-        return made
+    def make_for(arch):
+        def make():
+            if not common:
+                common.update(_common_overrides(senv, s, lang, kw))
+            genv = group_env(env, dict(common, OFFLOAD_ARCH=arch))
+            t = target if target else s.dir.File(stem(s) + device_file_suffix(arch, lang))
+            made = genv._OffloadDeviceCompile(t, s)
+            if reads_ir:
+                hir = ir if ir is not None else host_ir(env, s, None, kw)[0]
+                env.Depends(made, hir)
+                for n in made:
+                    _nodes.marks(n).offload_host_ir = hir
+            _compdb.record(genv, made, [s], "OFFLOAD_DEVICECOM")
+            return made
+        return make
 
-    return registry.get(env, request_key(env, s, target, f"device {arch}"), "device",
-                        wants(senv, lang.name, kw.get("OFFLOAD_CLANG"), kw=kw), make)
+    return {arch: registry.get(env, request_key(env, s, target, f"device {arch}"), "device", request, make_for(arch))
+            for arch in archs}
 
 
 def fat_object(env, s, fat, archs, kw, pic=False):
