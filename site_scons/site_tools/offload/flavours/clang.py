@@ -77,8 +77,11 @@ class Clang(Flavour):
         """(host object, {arch: device object}) of source `s` for the split device link."""
         host = _compile.host_object(env, s, None, kw, pic=pic)[0]
         _nodes.marks(host).offload_flavour = self.name
-        # OpenMP: the host IR every device compile reads, found once for the source, not per arch.
-        ir = _compile.host_ir(env, s, None, kw)[0] if _host_ir.wanted(env, kw, lang) else None
+        # OpenMP: the host IR every device compile reads, found once for the source, not per arch
+        # (the one the host object is made from, unless that one is position-independent).
+        ir = None
+        if _host_ir.wanted(env, kw, lang):
+            ir = _nodes.sources(host)[0] if not pic else _compile.host_ir(env, s, None, kw)[0]
         return host, {a: made[0] for a, made in _compile.device_objects(env, s, archs, None, kw, ir).items()}
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 
 from ..scons import nodes as _nodes
+from ..scons import signatures as _signatures
 from ..dist import sccache as _dist
 from ..flavours import registry as _flavours
 from ..settings import languages as _languages
@@ -53,15 +54,27 @@ def offload_object(env, s, target, kw, pic=False):
                         wants(senv, lang.name, flavour.name, lang.driver, ",".join(archs), kw=kw), make)
 
 
+_CHECKED: set = set()
+
+
 def _checked_flavour(env, senv, s, lang, archs, kw):
     """The flavour of source `s`, once the settings it is built with are checked (archs for its
-    language, archs its compiler knows, flags in the right variables, the compiler's runtime)."""
+    language, archs its compiler knows, flags in the right variables, the compiler's runtime).
+    The checks of the settings alone run once per pseudo-builder call and settings (a link of a
+    thousand sources asks a thousand times; nothing can change them in between)."""
     flavour = _flavours.flavour_for(senv, lang)
     hip = _openmp_sources.includes_hip_runtime(senv, s) if not archs and lang.may_be_hip_code else None
     _settings_check.archs_of_source(senv, s, lang, archs, hip_code=hip)
-    flavour.check_archs(senv, archs, lang, s)
-    _settings_check.check(env, kw, senv)
-    flavour.check(senv)
+    try:
+        key = (_settings_check.CALL[0], id(env), _signatures.frozen(dict(kw)), lang.name, tuple(archs), flavour.name)
+    except TypeError:
+        key = None   # overrides that cannot be compared: checked every time
+    if key is None or key not in _CHECKED:
+        flavour.check_archs(senv, archs, lang, s)
+        _settings_check.check(env, kw, senv)
+        flavour.check(senv)
+        if key is not None:
+            _CHECKED.add(key)
     _dist.say(senv, flavour)
     return flavour
 

@@ -273,12 +273,19 @@ def _requesting_frame():
     return None
 
 
+#: Which call of a pseudo-builder the build is in (`user_frames` counts them): what holds for
+#: one source's settings within one call (one link's sources) holds for the next source with the
+#: same settings, and no SConscript line runs in between to change the environment.
+CALL = [0]
+
+
 def user_frames(fn):
     """`fn` (a pseudo-builder or method) whose `UserError`s point at the line of the SConstruct or
     SConscript that called it (SCons names the deepest frame outside SCons itself, which was a
     line of this tool)."""
     @functools.wraps(fn)
     def wrapper(*args, **kw):
+        CALL[0] += 1
         try:
             return fn(*args, **kw)
         except SCons.Errors.UserError as exc:
