@@ -6,6 +6,7 @@ whose scheduler does not answer (sccache compiles here; the build says so and su
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tarfile
 import tomllib
@@ -91,6 +92,28 @@ def test_hip_toolchain_holds_what_the_compiler_names():
     assert "ocml.bc" in names and "oclc_isa_version_90a.bc" in names
     assert "__clang_hip_runtime_wrapper.h" in names
     assert any(n.startswith("libLLVM") for n in names) and any(n.startswith("libc.so") for n in names)
+
+
+def test_openmp_toolchain_holds_what_a_one_job_compile_reads():
+    """An OpenMP source's one job (host and an NVIDIA arch): the programs its jobs run, the headers
+    its device job includes by itself (C++: `<cstdlib>`, through the GCC installation's include
+    folder, which needs that installation's marker and the folder it goes up from), the CUDA
+    installation's `cuda.h` (else no libdevice on the server) and clang's resource headers."""
+    clang = need_tool("clang-19")
+    if not os.path.isdir("/usr/local/cuda/nvvm/libdevice"):
+        pytest.skip("no CUDA toolkit (install the CUDA toolkit, /usr/local/cuda)")
+    penv = dict(os.environ)
+    argv = [clang, "-fopenmp", "--offload-arch=sm_80", "--cuda-path=/usr/local/cuda",
+            "--libomptarget-nvptx-bc-path=/usr/lib/llvm-19/lib"]
+    files = _dist_toolchain.contents(clang, [(argv, ".c"), (argv, ".cpp")], penv)
+    names = {os.path.basename(f) for f in files}
+    for program in ("clang", "ptxas", "clang-offload-packager"):
+        assert program in names, program
+    assert "cuda.h" in names and "libdevice.10.bc" in names and "crtbegin.o" in names
+    assert "__clang_openmp_device_functions.h" in names and "__clang_cuda_math.h" in names
+    assert any(re.search(r"/c\+\+/[0-9]+/cstdlib$", f) for f in files), "the C++ headers a device job includes"
+    ups = [f for f in files if os.path.isdir(f)]
+    assert ups and all(os.path.isdir(u) and ".." not in u.split(os.sep) for u in ups), ups
 
 
 def test_a_scheduler_that_does_not_answer_costs_no_compile(tmp_path):
