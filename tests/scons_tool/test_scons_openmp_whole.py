@@ -6,6 +6,7 @@ tests/servers/test_scons_openmp_sccache_dist.py builds through a real cluster.""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -60,3 +61,47 @@ def test_a_region_name_met_twice_is_the_other_sources(tmp_path):
     assert openmp_entries._record(table, a, {n2}) == b
     assert openmp_entries._record(table, a, set()) is None      # a's names replaced: n1 free
     assert openmp_entries._record(table, b, {n1, n2}) is None
+
+
+MATH_KERNEL = """#include <math.h>
+double f(double *x, int n) {
+  double s = 0;
+#pragma omp target teams distribute parallel for reduction(+:s) map(to: x[0:n]) map(tofrom: s)
+  for (int k = 0; k < n; k++) s += sin(x[k]);
+  return s;
+}
+int main(void) { double x[4] = {0}; return (int)f(x, 4); }
+"""
+
+
+@pytest.mark.parametrize("arch,links", [("sm_80", True), ("gfx90a", False)])
+def test_a_source_preprocessed_as_the_host_reads_it_links_for_nvidia_only(arch, links, tmp_path):
+    """Why OpenMP with an AMD arch stays here under sccache-dist: a build server gets the source
+    with its includes inlined as the host side reads them (sccache's `-frewrite-includes`, done
+    here as sccache does it), and compiles that. With clang's OpenMP wrappers first (as the tool
+    gives them) an NVIDIA image still maps `sin` to libdevice and links; an AMD one calls `sin`
+    itself, which the device link does not have. The same source compiled from the file links
+    for both."""
+    clang = need_tool("clang-19")
+    libs = "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode"
+    if arch.startswith("gfx") and not os.path.isdir(libs):
+        pytest.skip("no ROCm device libraries (install rocm-device-libs)")
+    wrappers = subprocess.run([clang, "-print-file-name=include/openmp_wrappers"], capture_output=True,
+                              text=True, timeout=60).stdout.strip()
+    flags = ["-fopenmp", f"--offload-arch={arch}", "-O2", "-isystem", wrappers, "--cuda-path=/usr/local/cuda",
+             "--libomptarget-nvptx-bc-path=/usr/lib/llvm-19/lib", f"--rocm-device-lib-path={libs}"]
+    src = tmp_path / "m.c"
+    src.write_text(MATH_KERNEL)
+
+    def run(*args):
+        return subprocess.run([clang, *flags, *map(str, args)], capture_output=True, text=True, timeout=300)
+
+    assert run("-E", "-frewrite-includes", src, "-o", tmp_path / "m.rw.c").returncode == 0
+    assert run("-c", tmp_path / "m.rw.c", "-o", tmp_path / "rw.o").returncode == 0
+    linked = run(tmp_path / "rw.o", "-o", tmp_path / "app_rw", "-lm")
+    assert (linked.returncode == 0) == links, linked.stderr
+    if not links:
+        assert "undefined symbol: sin" in linked.stderr, linked.stderr
+    assert run("-c", src, "-o", tmp_path / "here.o").returncode == 0
+    here = run(tmp_path / "here.o", "-o", tmp_path / "app_here", "-lm")
+    assert here.returncode == 0, here.stderr
