@@ -496,6 +496,28 @@ class SccacheDistCluster:
             self._killed.append(p)
             p.kill()
 
+    def run_killing_server(self, cmd: list[str], cwd, env: Mapping[str, str], timeout: float,
+                           i: int = 0) -> tuple[int, str, int | None]:
+        """Run `cmd` (a build) and SIGKILL build server i as soon as a job of this run starts on it
+        (`kill_server`). Returns the build's exit status, its output, and the job killed (None:
+        no job of the run started on server i). The build is killed if it outlives `timeout`."""
+        before = set(self.started_jobs())
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        killed = None
+        try:
+            deadline = time.monotonic() + timeout
+            while killed is None and proc.poll() is None and time.monotonic() < deadline:
+                on_server = [j for j, a in self.started_jobs().items() if j not in before and a == self.server_addr(i)]
+                if on_server:
+                    self.kill_server(i)
+                    killed = on_server[0]
+                time.sleep(0.05)
+            out, _ = proc.communicate(timeout=timeout)
+            return proc.returncode, out, killed
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+
     def server_cpu_seconds(self) -> list[float]:
         """CPU time (user + system, s) each build server and everything it started (sandboxes,
         compiles; also those that have exited) used so far: its cgroup's `cpuacct.usage`. Needs

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -192,25 +191,12 @@ def test_a_build_server_killed_mid_build_costs_no_compile(cluster, tmp_path):
     _scons(p, "-c", env=env)
     cmd = [sys.executable, "-m", "SCons", "-Q", "-j2", f"--site-dir={REPO / 'site_scons'}", f"launcher={_sccache()}",
            "vadd"]
-    before = set(cluster.started_jobs())
-    proc = subprocess.Popen(cmd, cwd=p.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    killed = None
     try:
-        deadline = time.monotonic() + SCONS_TIMEOUT
-        while killed is None and proc.poll() is None and time.monotonic() < deadline:
-            jobs = {j: a for j, a in cluster.started_jobs().items() if j not in before}
-            on_first = [j for j, a in jobs.items() if a == cluster.server_addr(0)]
-            if on_first:
-                cluster.kill_server(0)
-                killed = on_first[0]
-            time.sleep(0.05)
-        out, _ = proc.communicate(timeout=SCONS_TIMEOUT)
-        assert proc.returncode == 0, out
+        rc, out, killed = cluster.run_killing_server(cmd, p.root, env, SCONS_TIMEOUT)
+        assert rc == 0, out
         assert killed is not None, "no compile ran on server 0:\n" + out
         st = _stats(p, env)
         assert st["dist_errors"] >= 1 and st["compile_fails"] == 0, st
         assert (p.root / "vadd").read_bytes() == local
     finally:
-        if proc.poll() is None:
-            proc.kill()
         _stop_tool_server(p, env)
