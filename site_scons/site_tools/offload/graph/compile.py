@@ -591,9 +591,7 @@ def fat_flags(target, source, env, for_signature):
     archs = [a for a in str(env.get("_OFFLOAD_FAT_ARCHS", "")).split(",") if a]
     vendors = {_archs.vendor(a) for a in archs}
     flags = ["-fopenmp"] + (["--offload-arch=" + ",".join(archs)] if archs else [])
-    if "nvidia" in vendors:
-        flags.append("$_OFFLOAD_NVPTX_BCFLAG")
-    flags.extend(_installations.device_flags(env, vendors))
+    flags.extend(_languages.device_vendor_flags(_languages.LANGUAGES.get(env.get("_OFFLOAD_LANG", "")), env, vendors))
     wrappers = _toolchain.print_file_name(env, env.subst("$OFFLOAD_CLANG"), "include/openmp_wrappers")
     if wrappers and archs:
         flags += ["-isystem", wrappers]

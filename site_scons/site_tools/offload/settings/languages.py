@@ -217,13 +217,18 @@ def compiler_for(env, lang: Language) -> str:
     return compiler
 
 
+def device_vendor_flags(lang, env, vendors) -> list[str]:
+    """The flags device code of `vendors` needs: the language's (`Language.vendor_flags`: the
+    OpenMP NVIDIA device bitcode, HIP's ROCm path; none for `lang` None), then the vendors'
+    installations' (`installations.device_flags`: the CUDA folder or the ROCm device libraries).
+    For one arch's device compile, an OpenMP source's one job over all its archs, and a link."""
+    flags = [f for vendor, f in (lang.vendor_flags if lang else ()) if vendor in vendors]
+    flags.extend(_installations.device_flags(env, vendors))
+    return flags
+
+
 def vendor_flags(target, source, env, for_signature):
-    """`$_OFFLOAD_VENDORFLAGS`: flags a device compile needs for its vendor: its language's
-    (`Language.vendor_flags`: the OpenMP NVIDIA device bitcode, HIP's ROCm path), then its vendor
-    installation's (`installations.device_flags`: the CUDA folder or the ROCm device libraries)."""
+    """`$_OFFLOAD_VENDORFLAGS`: flags a device compile needs for its vendor (`device_vendor_flags`)."""
     arch = env.get("OFFLOAD_ARCH", "")
     lang = LANGUAGES.get(env.get("_OFFLOAD_LANG", "openmp"))
-    v = _archs.vendor(arch) if arch else None
-    flags = [f for vendor, f in (lang.vendor_flags if lang else ()) if vendor == v]
-    flags.extend(_installations.device_flags(env, (v,)))
-    return " ".join(flags)
+    return " ".join(device_vendor_flags(lang, env, {_archs.vendor(arch)} if arch else set()))
