@@ -9,7 +9,7 @@ what it includes). Handed preprocessed input instead, clang would also run
 and sccache does not fall back to a local compile: the build stops.
 
 What goes in is asked of the compiler, never guessed from where it lives:
-- the programs: the first word of every job `clang -###` prints for the compile;
+- the programs: the first word of every job `clang -v -###` prints for the compile;
 - the device libraries: the folders of the files its jobs link (`-mlink-builtin-bitcode`), whole
   (the driver checks a device-library folder's contents, not just the files one arch links);
 - the programs those programs run themselves: `clang-offload-bundler` runs `llvm-objcopy`, found
@@ -70,12 +70,20 @@ def _why(stderr: str) -> str:
     return next((ln.strip() for ln in lines if "error:" in ln), lines[-1].strip() if lines else "no message")
 
 
-def driver_jobs(argv: list[str], penv: dict) -> list[list[str]]:
-    """The jobs the clang driver runs for `argv` (its `-###` listing, `toolchain.jobs`)."""
-    cp = _run(argv + ["-###"], penv)
+def driver_listing(argv: list[str], penv: dict) -> tuple[list[list[str]], str]:
+    """The jobs the clang driver runs for `argv` (its `-###` listing, `toolchain.jobs`), and the
+    whole listing, which with `-v` also says which installations the driver found."""
+    cp = _run(argv + ["-v", "-###"], penv)
     if cp.returncode:
         raise PackError(f"'{shlex.join(argv)} -###' failed: {_why(cp.stderr)}")
-    return _jobs.parse_jobs(cp.stderr)
+    return _jobs.parse_jobs(cp.stderr), cp.stderr
+
+
+def _dependencies(path: str, source: str) -> set[str]:
+    """The files a dependency list (`-M`'s, a -cc1 job's `-dependency-file`) names, but `source`."""
+    with open(path) as f:
+        words = f.read().replace("\\\n", " ").split()
+    return {w for w in words if os.path.isabs(w) and w != source}
 
 
 def _device_library_dirs(job: list[str]) -> set[str]:
@@ -89,11 +97,9 @@ def _headers(argv: list[str], empty: str, penv: dict) -> set[str]:
     if cp.returncode:
         raise PackError(f"'{shlex.join(argv)} -M' failed: {_why(cp.stderr)}")
     try:
-        with open(deps) as f:
-            words = f.read().replace("\\\n", " ").split()
+        return _dependencies(deps, empty)
     except FileNotFoundError:
-        words = []   # a device-only compile of clang 22 lists nothing: the resource headers cover it
-    return {w for w in words if os.path.isabs(w) and w != empty}
+        return set()   # a device-only compile of clang 22 lists nothing: the resource headers cover it
 
 
 #: A -cc1 job's flags that name what it writes, dropped to run it as a preprocessor only.
@@ -122,9 +128,7 @@ def _job_headers(jobs: list[list[str]], empty: str, tmp: str, penv: dict) -> set
         cp = _run(argv + ["-Eonly", "-sys-header-deps", "-dependency-file", deps, "-MT", "x"], penv)
         if cp.returncode:
             raise PackError(f"the preprocessor of '{job[0]} -cc1' failed: {_why(cp.stderr)}")
-        with open(deps) as f:
-            words = f.read().replace("\\\n", " ").split()
-        files |= {w for w in words if os.path.isabs(w) and w != empty}
+        files |= _dependencies(deps, empty)
     return files
 
 
@@ -137,17 +141,16 @@ def _resource_headers(compiler: str, penv: dict) -> set[str]:
     return {os.path.join(d, n) for d, _, names in os.walk(folder) for n in names}
 
 
-def _installations(argv: list[str], empty: str, penv: dict) -> set[str]:
-    """The files by which clang recognises the installations it says it uses (`-v`): the CUDA
-    installation's `cuda.h` and version (without them no libdevice for an NVIDIA arch), and the
-    GCC installation's `crtbegin.o` (without it no C++ standard headers, which an OpenMP device
-    job includes by itself)."""
-    cp = _run(argv + ["-v", "-c", "-o", empty + ".o", empty, "-###"], penv)
+def _installations(listing: str) -> set[str]:
+    """The files by which clang recognises the installations its `-v -###` `listing` says it uses:
+    the CUDA installation's `cuda.h` and version (without them no libdevice for an NVIDIA arch),
+    and the GCC installation's `crtbegin.o` (without it no C++ standard headers, which an OpenMP
+    device job includes by itself)."""
     found: list[str] = []
-    cuda = _CUDA_FOUND.search(cp.stderr)
+    cuda = _CUDA_FOUND.search(listing)
     if cuda:
         found += [os.path.join(cuda.group(1), m) for m in _CUDA_MARKERS]
-    gcc = _GCC_SELECTED.search(cp.stderr)
+    gcc = _GCC_SELECTED.search(listing)
     if gcc:
         found.append(os.path.join(gcc.group(1).strip(), _GCC_MARKER))
     return {p for p in found if os.path.isfile(p)}
@@ -168,13 +171,13 @@ def contents(compiler: str, compiles: list[tuple[list[str], str]], penv: dict) -
         for argv, suffix in compiles:
             empty = os.path.join(tmp, "empty" + suffix)
             open(empty, "w").close()
-            jobs = driver_jobs(argv + ["-c", "-o", empty + ".o", empty], penv)
+            jobs, listing = driver_listing(argv + ["-c", "-o", empty + ".o", empty], penv)
             for job in jobs:
                 programs.add(job[0])
                 folders |= _device_library_dirs(job)
             files |= _headers(argv, empty, penv)
             files |= _job_headers(jobs, empty, tmp, penv)
-            files |= _installations(argv, empty, penv)
+            files |= _installations(listing)
     files |= _resource_headers(compiler, penv)
     for program in sorted(programs):
         for name in _RUNS.get(os.path.basename(program), ()):
