@@ -264,7 +264,7 @@ def attach(env, made, flavour) -> None:
     if flavour.dist.unlaunched:
         return
     if flavour.dist.whole:
-        if not flavour.dist.all_stay(env):
+        if flavour.whole(env):   # (else its per-arch compiles run here, without a launcher)
             _attach_whole(env, c, made)
         return
     argv = None
