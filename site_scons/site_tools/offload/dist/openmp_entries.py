@@ -30,8 +30,8 @@ import SCons.Errors
 from offload_tool.errors import OffloadError
 from offload_tool.ops import verify as _verify
 
-from ..scons import actions as _actions
 from ..scons import nodes as _nodes
+from . import sccache as _dist
 from ..toolchain import discovery as _toolchain
 
 #: The prefix of the entries named after a file's identity (target regions); other entries
@@ -78,16 +78,13 @@ def _record(table_path: str, source: str, names: set[str]) -> str | None:
 
 def _compile_here(target, source, env) -> None:
     """Run the node's compile again without its launcher (here, from the source's own file)."""
-    local = _nodes.override(env, {"_OFFLOAD_LAUNCH": ""})
-    penv = _toolchain.build_env(env)
-    for line in _actions.command_lines(local, "$OFFLOAD_FATCOM", [target], [source]):
-        argv = _toolchain.argv_as_run(line, env, penv)
-        cp = subprocess.run(argv, cwd=_nodes.abspath(env.Dir("#")), env=penv, stdin=subprocess.DEVNULL,
-                            capture_output=True, text=True, errors="replace")
-        if cp.returncode:
-            sys.stderr.write(cp.stderr)
-            raise SCons.Errors.BuildError(node=target, errstr=f"offload: compiling '{source}' here failed",
-                                          status=cp.returncode, exitstatus=cp.returncode)
+    argv = _dist.unlaunched_argv(env, "$OFFLOAD_FATCOM", target, [source])
+    cp = subprocess.run(argv, cwd=_nodes.abspath(env.Dir("#")), env=_toolchain.build_env(env),
+                        stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace")
+    if cp.returncode:
+        sys.stderr.write(cp.stderr)
+        raise SCons.Errors.BuildError(node=target, errstr=f"offload: compiling '{source}' here failed",
+                                      status=cp.returncode, exitstatus=cp.returncode)
 
 
 def check_made(target, source, env) -> None:

@@ -227,13 +227,18 @@ def say(env, flavour) -> None:
         sys.stderr.write(f"offload: note: sccache-dist: {policy.stays}: {policy.why}\n")
 
 
+def unlaunched_argv(env, com: str, target, sources) -> list[str]:
+    """The compile `com` of `target` from `sources` in `env` (its build environment) as the
+    compiler gets it, without any launcher: what a toolchain is packed for, what runs here when a
+    compile must not go through the tool's server. A one-line command."""
+    cmd = _actions.command_lines(_nodes.override(env, {"_OFFLOAD_LAUNCH": ""}), com, [target], sources)[0]
+    return _toolchain.argv_as_run(cmd, env, _toolchain.build_env(env))
+
+
 def _device_argv(device, com: str = "$OFFLOAD_DEVICECOM") -> list[str]:
     """A compile node's command (`com`: a device compile's, an OpenMP source's one job) as clang
     gets it, less launcher, `-c`, output, source and CUID: what its toolchain is packed for."""
-    benv = _nodes.build_env(device)
-    cmd = _actions.command_lines(_nodes.override(benv, {"_OFFLOAD_LAUNCH": ""}), com,
-                                 [device], _nodes.sources(device))[0]
-    argv = _toolchain.argv_as_run(cmd, benv, _toolchain.build_env(benv))
+    argv = unlaunched_argv(_nodes.build_env(device), com, device, _nodes.sources(device))
     out, skip = [], False
     sources = {str(s) for s in _nodes.sources(device)}
     for i, a in enumerate(argv):
