@@ -590,9 +590,7 @@ def main() -> int:
         print(f"cluster: scheduler and {a.servers} build servers on 127.0.0.1, up in {cluster.startup_seconds:.1f} s"
               + ("" if no_cgroups else f"; each server in a cpuacct cgroup ({cluster.cgroups[0].path.parent})"),
               flush=True)
-        denv.update({k: v for k, v in cluster.client_env().items() if k.startswith("SCCACHE_")})
-        denv.pop("SCCACHE_SERVER_PORT", None)
-        denv["SCCACHE_DIR"] = str(base / "sccache-cache")
+        denv.update(cluster.tool_env(base / "sccache-cache"))
         launcher = f"launcher={sccache()}"
         daemon_log = Path(denv["SCCACHE_ERROR_LOG"])     # where the tool's sccache server logs
         for kind in kinds:

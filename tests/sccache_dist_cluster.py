@@ -413,6 +413,16 @@ class SccacheDistCluster:
         )
         return env
 
+    def tool_env(self, cache: os.PathLike | str | None = None) -> dict[str, str]:
+        """What a build through the offload tool adds to its process environment to use this
+        cluster: the client's SCCACHE_* settings without its port (the tool runs an sccache server
+        of its own, on a socket of its own), and `cache` as SCCACHE_DIR when given."""
+        env = {k: v for k, v in self.client_env().items() if k.startswith("SCCACHE_")}
+        env.pop("SCCACHE_SERVER_PORT", None)
+        if cache is not None:
+            env["SCCACHE_DIR"] = str(cache)
+        return env
+
     def start_client(self) -> None:
         """(Re)start the client server in the foreground, bounded like the rest; it reads the
         client configuration now, so toolchains are fixed at this point."""

@@ -792,8 +792,7 @@ def _run_mode(mode_name: str, tmp: Path) -> ModeRun:
     if "sccache-dist" not in mode.needs:
         return _run_steps(mode, run, p, env)
     with SccacheDistCluster(tmp / "cluster", servers=2, lifetime=1800) as cluster:
-        env = {k: v for k, v in cluster.client_env().items() if k.startswith("SCCACHE_")}
-        env.pop("SCCACHE_SERVER_PORT", None)
+        env = cluster.tool_env()
         env["SCCACHE_IDLE_TIMEOUT"] = "600"   # the tool's own sccache server ends by itself too
         try:
             _run_steps(mode, run, p, env)

@@ -130,11 +130,7 @@ def _project(root: Path) -> Project:
 
 
 def _build_env(cluster: SccacheDistCluster, cache: Path) -> dict:
-    env = scons_env()
-    env.update({k: v for k, v in cluster.client_env().items() if k.startswith("SCCACHE_")})
-    env.pop("SCCACHE_SERVER_PORT", None)
-    env["SCCACHE_DIR"] = str(cache)
-    return env
+    return dict(scons_env(), **cluster.tool_env(cache))
 
 
 def _launcher() -> str:
