@@ -30,6 +30,7 @@ from .nvcc import device_link as _nvcc_link
 from . import objects as _objects
 from ..settings import checks as _settings_check
 from ..toolchain import discovery as _toolchain
+from ..toolchain import installations as _installations
 from . import consume as _consume
 from . import memory_budget as _memory
 from ..settings.archs import archs_for, file_safe
@@ -88,8 +89,9 @@ def link_flags(target, source, env, for_signature):
         # it, so programs run and consumers of a shared library link without extra flags.
         flags.append(f"-Wl,-rpath,{libdir}")
     vendors = {_archs.vendor(a) for a in archs}
-    # (an OpenMP link also links the OpenMP NVIDIA device bitcode: the language's vendor flags)
-    flags.extend(_languages.device_vendor_flags(_languages.LANGUAGES["openmp"] if openmp else None, env, vendors))
+    if "nvidia" in vendors and openmp:
+        flags.append("$_OFFLOAD_NVPTX_BCFLAG")
+    flags.extend(_installations.device_flags(env, vendors))
     # The runtimes of the objects' flavours (libcudart, libamdhip64), in the flavours' order.
     for flavour in _flavours.FLAVOURS.values():
         if flavour.name in present:
