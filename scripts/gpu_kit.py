@@ -286,6 +286,9 @@ class Program:
     language: str
     path: Path | None = None
     left_out: str | None = None
+    # Why the GPU cannot run its device code although the program runs on the host (its OpenMP
+    # runtime refuses its images: `verify --runs-on` says so); packed, and skipped on a GPU node.
+    host_only: str | None = None
     runs_on: list[str] = dataclasses.field(default_factory=list)
     archs: list[str] = dataclasses.field(default_factory=list)
 
@@ -393,8 +396,12 @@ def build_all(target: Target, build_dir: Path, jobs: int, env: dict) -> list[Pro
 # 2. Verify
 
 def verify(target: Target, programs: list[Program], env: dict) -> None:
-    """`offload-tool verify --runs-on <GPU>` on every program: each must hold code the GPU runs."""
+    """`offload-tool verify --runs-on <GPU>` on every program: each must hold code the GPU runs,
+    except where the OpenMP runtime the program loads refuses its images (clang 19's runtime and
+    CUDA 13's cubins): such a program still runs on the host, so it is packed, said to be
+    host-only in the manifest and skipped by run.sh on a GPU node."""
     from offload_tool.ops.inspector import inspect_file
+    from offload_tool.rules.openmp_runtime import REFUSES
     built = [p for p in programs if not p.left_out]
     cmd = [sys.executable, "-m", "offload_tool.cli.tool", "verify", f"--runs-on={target.gpu}",
            *[str(p.path) for p in built]]
@@ -404,12 +411,23 @@ def verify(target: Target, programs: list[Program], env: dict) -> None:
         path, sep, rest = line.partition(": ")
         if sep and path in by_path:
             by_path[path].runs_on.append(rest)
-    if cp.returncode:
+    no = f"{target.gpu}: no: "
+    failing = []
+    for p in built:
+        problems = [ln for ln in p.runs_on if not ln.startswith(("ok:", f"{target.gpu}: yes"))]
+        if problems and all(ln.startswith(no) and REFUSES in ln for ln in problems):
+            p.host_only = problems[0][len(no):]
+            print(f"gpu-kit: {p.name} runs on the host only: {p.host_only}", flush=True)
+        elif problems:
+            failing.append(p)
+    if cp.returncode and (failing or not any(p.host_only for p in built)):
         sys.stderr.write(cp.stdout + cp.stderr)
         raise KitError(f"offload-tool verify --runs-on={target.gpu} failed (above): nothing packed")
     for p in built:
         p.archs = sorted({img.arch for img in inspect_file(str(p.path), hashes=False) if img.arch})
-    print(f"gpu-kit: offload-tool verify --runs-on={target.gpu}: {len(built)} programs ok", flush=True)
+    host_only = sum(1 for p in built if p.host_only)
+    print(f"gpu-kit: offload-tool verify --runs-on={target.gpu}: {len(built) - host_only} programs ok"
+          + (f", {host_only} for the host only" if host_only else ""), flush=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -805,8 +823,12 @@ run_one() {  # program language needs-GPU-reason
     fi
 }
 
-while IFS='|' read -r prog lang gpu_only; do
-    [ -n "$prog" ] && run_one "$prog" "$lang" "$gpu_only"
+while IFS='|' read -r prog lang gpu_only host_only; do
+    if [ -n "$prog" ] && [ -n "$host_only" ] && [ "$gpu_count" -gt 0 ]; then
+        report SKIP "$prog" "$gpu_name cannot run its device code: $host_only"
+    elif [ -n "$prog" ]; then
+        run_one "$prog" "$lang" "$gpu_only"
+    fi
 done <<'PROGRAMS'
 @PROGRAMS@
 PROGRAMS
@@ -817,7 +839,8 @@ say "gpu-kit $GPU: $((pass + fail + skip)) programs: $pass PASS, $fail FAIL, $sk
 
 
 def write_run_sh(kit: Path, target: Target, programs: list[Program], needs: dict[str, dict], cuda: str) -> None:
-    table = "\n".join(f"{p.name}|{p.language}|{NEEDS_GPU.get(p.name, '')}" for p in programs if not p.left_out)
+    table = "\n".join(f"{p.name}|{p.language}|{NEEDS_GPU.get(p.name, '')}|{(p.host_only or '').replace('|', '/')}"
+                      for p in programs if not p.left_out)
     text = (RUN_SH.replace("@GPU@", target.gpu).replace("@VENDOR@", target.vendor)
             .replace("@GLIBC@", needs.get("GLIBC", {}).get("version", "?"))
             .replace("@CUDA@", cuda).replace("@PROGRAMS@", table))
@@ -844,6 +867,8 @@ def manifest_text(m: dict) -> str:
             out.append(f"  {'':<22} verify: {line}")
         if p.get("needs_gpu"):
             out.append(f"  {'':<22} needs a GPU to pass: {p['needs_gpu']}")
+        if p.get("host_only"):
+            out.append(f"  {'':<22} runs on the host only (run.sh skips it on a GPU node): {p['host_only']}")
     out += ["", "Left out (cannot run on this GPU or cannot be built here):"]
     out += [f"  {p['name']:<22} {p['why']}" for p in m["left_out"]] or ["  (none)"]
     out += ["", "Packed (lib/), and why:"]
@@ -903,7 +928,8 @@ def pack(target: Target, programs: list[Program], dist_dir: Path, build_dir: Pat
         "built_from": _source_id(), "built_on": _os_name(),
         "node_needs": needs, "node_needs_text": needs_text,
         "programs": [{"name": p.name, "language": p.language, "from": _origin(p), "archs": p.archs,
-                      "runs_on": p.runs_on, **({"needs_gpu": NEEDS_GPU[p.name]} if p.name in NEEDS_GPU else {})}
+                      "runs_on": p.runs_on, **({"needs_gpu": NEEDS_GPU[p.name]} if p.name in NEEDS_GPU else {}),
+                      **({"host_only": p.host_only} if p.host_only else {})}
                      for p in built],
         "left_out": [{"name": p.name, "from": _origin(p), "why": p.left_out} for p in programs if p.left_out],
         "packed": [{"file": f"lib/{lib.soname}", "from": lib.source, "bytes": os.path.getsize(lib.source),

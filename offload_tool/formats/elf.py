@@ -292,6 +292,23 @@ def open_elffile(buf):
         raise ElfError(f"not a readable ELF file: {exc}") from None
 
 
+def needed_libraries(buf) -> list[str]:
+    """The `DT_NEEDED` names of a dynamic ELF file (a program or shared library), in order; none
+    for a file without a dynamic section. A dynamic section pyelftools cannot read raises
+    `ElfError`."""
+    try:
+        from elftools.elf.dynamic import DynamicSection
+        out = []
+        for sec in open_elffile(buf).iter_sections():
+            if isinstance(sec, DynamicSection):
+                out.extend(tag.needed for tag in sec.iter_tags() if tag.entry.d_tag == "DT_NEEDED")
+        return out
+    except ElfError:
+        raise
+    except Exception as exc:  # pyelftools raises ELFError, struct.error, UnicodeDecodeError, ...
+        raise ElfError(f"unreadable dynamic section: {exc}") from None
+
+
 class _Elf:
     """A parsed, validated ELF file: header, section headers, names."""
 

@@ -50,7 +50,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
-from ..rules import offload_arch
+from ..rules import offload_arch, openmp_runtime
 
 __all__ = ["Gpu", "Code", "Verdict", "parse_gpu", "code_of", "nvidia_runs", "amd_runs", "runs_on",
            "GENERIC_PROCESSORS", "TEGRA_SMS"]
@@ -323,16 +323,26 @@ def _unit_verdict(codes: list[Code], gpu: Gpu) -> tuple[str, str]:
     return "no", ", ".join(why)
 
 
-def runs_on(images, name: str, gpu: Gpu) -> Verdict:
-    """Can `gpu` run the binary whose inspected images are `images`?  (See the module doc.)"""
+def runs_on(images, name: str, gpu: Gpu, runtime: openmp_runtime.Runtime | None = None) -> Verdict:
+    """Can `gpu` run the binary whose inspected images are `images`?  (See the module doc.)
+    `runtime`: the OpenMP offload runtime the binary loads, when it names one: an image that
+    runtime refuses to load is no code for the GPU (`openmp_runtime.refusal`)."""
     units: dict[tuple, list[Code]] = {}
+    refused: dict[tuple, list[str]] = {}
     for img in images:
         code = code_of(img)
-        if code is not None:
-            units.setdefault(_unit_key(img), []).append(code)
+        if code is None:
+            continue
+        why = openmp_runtime.refusal(runtime, producer=img.producer, triple=img.triple or "", data=img.data)
+        if why is not None and code.vendor == gpu.vendor:
+            refused.setdefault(_unit_key(img), []).append(f"{code.label}: {why}")
+            units.setdefault(_unit_key(img), [])
+            continue
+        units.setdefault(_unit_key(img), []).append(code)
     if not units:
         return Verdict(gpu, False, "no: no GPU device code")
-    results = [(key, *_unit_verdict(codes, gpu)) for key, codes in units.items()]
+    results = [(key, *(_unit_verdict(codes, gpu) if codes else ("no", "; ".join(dict.fromkeys(refused[key])))))
+               for key, codes in units.items()]
     many = len(results) > 1
 
     def where(key) -> str:

@@ -67,10 +67,10 @@ import re
 from dataclasses import dataclass, field
 
 from .. import budget
-from ..rules import offload_arch
+from ..rules import offload_arch, openmp_runtime
 from ..rules.offload_arch import arch_satisfied
 from ..formats.bitcode import bitcode_symbols
-from ..formats.elf import open_elffile
+from ..formats.elf import elf_type, needed_libraries, open_elffile
 from ..formats.layout import Layout
 from ..errors import ElfError, OffloadError, UsageError
 from .inspector import DeviceImage, inspect_buffer, with_file_name
@@ -356,6 +356,17 @@ def _host_objects(buf, name: str, depth: int = 0):
             yield from _host_objects(m.data, f"{name}({m.name})", depth + 1)
 
 
+def _openmp_runtime(buf, name: str) -> openmp_runtime.Runtime | None:
+    """The OpenMP offload runtime a program or shared library loads (its `DT_NEEDED`), or None
+    for other files: what loads an object's or archive's images is decided where it is linked."""
+    if identify(buf) is not FileKind.ELF or elf_type(buf) not in ("exec", "dyn"):
+        return None
+    try:
+        return openmp_runtime.runtime_of(needed_libraries(buf))
+    except OffloadError as exc:
+        raise with_file_name(exc, name) from None
+
+
 def verify_buffer(buf, name: str, *, require: list[str] = (), check_entries: bool | None = None,
                   llvm_version: int | None = None, runs_on: list[str] = ()) -> VerifyResult:
     """Run the checks on one file's contents.  `check_entries=None`: check when entries exist.
@@ -368,7 +379,8 @@ def verify_buffer(buf, name: str, *, require: list[str] = (), check_entries: boo
     # (headers and tables for the structure check, symbols for the entry check).
     images = inspect_buffer(buf, name, llvm_version=llvm_version, hashes=False)
     result = VerifyResult(name, images)
-    result.runs_on = [_runs_on.runs_on(images, name, gpu) for gpu in gpus]
+    runtime = _openmp_runtime(buf, name) if gpus else None
+    result.runs_on = [_runs_on.runs_on(images, name, gpu, runtime) for gpu in gpus]
     result.damaged = damaged_images(images)
     for arch in require:
         if not any(arch_satisfied(img.arch, arch, img.image_kind) for img in images):

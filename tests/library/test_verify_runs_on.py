@@ -6,11 +6,16 @@ from pathlib import Path
 
 import pytest
 
+import offload_samples
 from conftest import need_tool, run, run_cli
 from offload_tool.errors import UsageError
 from offload_tool.formats.offload_binary import make_image, write_offload_binary
 from offload_tool.ops.runs_on import GENERIC_PROCESSORS, Code, amd_runs, nvidia_runs, parse_gpu
+from offload_tool.ops.inspector import inspect_buffer
 from offload_tool.ops.verify import verify_buffer
+from offload_tool.formats.elf import needed_libraries
+from offload_tool.rules.openmp_runtime import (CUDA_ELF_ABI_V1, CUDA_ELF_ABI_V2, Runtime, cuda_elf_abi, refusal,
+                                               runtime_of)
 
 
 # --------------------------------------------------------------------------------------------
@@ -282,3 +287,73 @@ def test_scons_manifest_verify_passes_runs_on():
     assert "--runs-on" not in _bundling.verify_cmds(None, None, {}, False)
     with pytest.raises(SCons.Errors.UserError, match="OFFLOAD_RUNS_ON"):
         _bundling.runs_on({"OFFLOAD_RUNS_ON": "sm_90a"})
+
+
+# --------------------------------------------------------------------------------------------
+# The OpenMP runtime a program loads, and the cubin ABI it reads
+
+@pytest.mark.parametrize("needed, want", [
+    (["libm.so.6", "libomptarget.so.19.1", "libc.so.6"], Runtime("libomptarget.so.19.1", 19)),
+    (["libomptarget.so.20"], Runtime("libomptarget.so.20", 20)),
+    (["libomptarget.so.22.0"], Runtime("libomptarget.so.22.0", 22)),
+    (["libomptarget.so"], None),            # no version in the name: nothing to tell by
+    (["libomptarget.so.19.1.x"], None),
+    (["libomp.so.5", "libc.so.6"], None),
+])
+def test_runtime_from_needed_names(needed, want):
+    assert runtime_of(needed) == want
+
+
+def _cubin_header(abi: int, machine: int = 190) -> bytes:
+    return b"\x7fELF\x02\x01\x01\x41" + bytes([abi]) + bytes(9) + machine.to_bytes(2, "little") + bytes(44)
+
+
+@pytest.mark.parametrize("runtime, producer, triple, data, refused", [
+    (Runtime("libomptarget.so.19.1", 19), "openmp", "nvptx64-nvidia-cuda", _cubin_header(8), True),
+    (Runtime("libomptarget.so.20.1", 20), "openmp", "nvptx64-nvidia-cuda", _cubin_header(8), True),
+    (Runtime("libomptarget.so.21.1", 21), "openmp", "nvptx64-nvidia-cuda", _cubin_header(8), False),
+    (Runtime("libomptarget.so.19.1", 19), "openmp", "nvptx64-nvidia-cuda", _cubin_header(7), False),
+    (None, "openmp", "nvptx64-nvidia-cuda", _cubin_header(8), False),            # runtime not known
+    (Runtime("libomptarget.so.19.1", 19), "cuda", "nvptx64-nvidia-cuda", _cubin_header(8), False),  # CUDA's own runtime
+    (Runtime("libomptarget.so.19.1", 19), "openmp", "amdgcn-amd-amdhsa", _cubin_header(8, 224), False),
+    (Runtime("libomptarget.so.19.1", 19), "openmp", "nvptx64-nvidia-cuda", b"BC\xc0\xde" + bytes(60), False),  # IR
+    (Runtime("libomptarget.so.19.1", 19), "openmp", "nvptx64-nvidia-cuda", b"\x7fELF", False),   # too short to tell
+])
+def test_runtime_refusal_rule(runtime, producer, triple, data, refused):
+    assert (refusal(runtime, producer=producer, triple=triple, data=data) is not None) is refused
+
+
+def test_openmp_program_and_the_runtime_it_loads():
+    """clang 19 links its programs to LLVM 19's OpenMP runtime, which reads the SM of a cubin from
+    the low byte of e_flags: a cubin in NVIDIA's new ELF ABI (CUDA 13's ptxas and nvlink write it
+    for every SM) is refused, 'No images found compatible with the installed hardware', as an
+    H100 showed. The same program with the header of the old ABI, or naming LLVM 21's runtime,
+    runs; the object, whose runtime is chosen at its link, is not judged by one."""
+    samples = offload_samples.need(offload_samples.openmp(), "omp19_nv.exe", "omp19_nv.so", "omp19_nv.o")
+    for path in samples[:2]:
+        buf = path.read_bytes()
+        assert runtime_of(needed_libraries(buf)) == Runtime("libomptarget.so.19.1", 19)
+        (image,) = [i for i in inspect_buffer(buf, str(path)) if (i.triple or "").startswith("nvptx")]
+        abi = cuda_elf_abi(image.data)
+        assert abi in (CUDA_ELF_ABI_V1, CUDA_ELF_ABI_V2), abi
+        at = buf.find(bytes(image.data[:256]))
+        assert at > 0
+        code, lines = _verify(path, "sm_80")
+        if abi == CUDA_ELF_ABI_V2:   # the CUDA here is 13 or newer
+            assert code == 1 and len(lines) == 1, lines
+            assert lines[0].startswith(f"{path}: sm_80: no: SASS sm_80: the OpenMP runtime it loads "
+                                       "(libomptarget.so.19.1, LLVM 19) refuses this cubin: its ELF ABI is "
+                                       "NVIDIA's new one (EI_ABIVERSION 8"), lines
+            assert "OFFLOAD_CUDA_PATH" in lines[0]
+        else:
+            assert code == 0, lines
+        old_abi = bytearray(buf)
+        old_abi[at + 8] = CUDA_ELF_ABI_V1
+        assert verify_buffer(bytes(old_abi), "old", runs_on=["sm_80"]).ok
+        new_abi = bytearray(buf)
+        new_abi[at + 8] = CUDA_ELF_ABI_V2
+        assert not verify_buffer(bytes(new_abi), "new", runs_on=["sm_80"]).ok
+        runtime21 = bytes(new_abi).replace(b"libomptarget.so.19.1\0", b"libomptarget.so.21.1\0")
+        assert runtime21 != bytes(new_abi)
+        assert verify_buffer(runtime21, "21", runs_on=["sm_80"]).ok
+    assert _verify(samples[2], "sm_80")[0] == 0

@@ -23,6 +23,8 @@ from scons_helpers import REPO
 
 sys.path.insert(0, str(REPO / "scripts"))
 import gpu_kit  # noqa: E402
+from offload_tool.ops.inspector import inspect_file  # noqa: E402
+from offload_tool.rules.openmp_runtime import CUDA_ELF_ABI_V2, REFUSES, cuda_elf_abi  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -84,6 +86,31 @@ def test_gpu_kit_sm_90_runs_on_a_bare_node(tmp_path):
         else:
             assert line.startswith(f"PASS {name} (host fallback"), line
     assert re.search(rf"^gpu-kit {GPU}: 8 programs: 7 PASS, 0 FAIL, 1 SKIP", run.stdout, re.M), run.stdout
+
+    # Host-only programs: an OpenMP program whose cubins its runtime (clang 19's) refuses, which
+    # is every one here when the CUDA is 13 or newer (its cubins are in NVIDIA's new ELF ABI), runs
+    # on the host (above) and is skipped, with the reason, where a GPU is found: a stand-in
+    # nvidia-smi makes one (the CUDA programs then find no device and fail, as they should).
+    host_only = {}
+    for p in manifest["programs"]:
+        cubins = [i for i in inspect_file(str(kit / "bin" / p["name"]), hashes=False)
+                  if (i.triple or "").startswith("nvptx")]
+        refused = p["language"] == "openmp" and all(cuda_elf_abi(i.data) == CUDA_ELF_ABI_V2 for i in cubins)
+        assert bool(p.get("host_only")) == refused, p
+        if refused:
+            host_only[p["name"]] = p["host_only"]
+            assert REFUSES in p["host_only"] and "libomptarget.so.19.1" in p["host_only"], p
+    smi = tmp_path / "smi"
+    smi.mkdir()
+    (smi / "nvidia-smi").write_text("#!/bin/sh\ncase \"$1\" in -L) echo 'GPU 0: Stand-in H100 (UUID: GPU-0)';;"
+                                    " *) echo 580.00;; esac\n")
+    (smi / "nvidia-smi").chmod(0o755)
+    gpu_run = subprocess.run(["sh", str(kit / "run.sh")], cwd=node, env={**BARE, "PATH": f"{smi}:{BARE['PATH']}"},
+                             capture_output=True, text=True, timeout=600)
+    skipped = {line.split()[1]: line for line in gpu_run.stdout.splitlines() if line.startswith("SKIP ")}
+    assert set(skipped) == set(host_only), gpu_run.stdout
+    for name, why in host_only.items():
+        assert skipped[name] == f"SKIP {name} (GPU 0: Stand-in H100 cannot run its device code: {why})", skipped[name]
 
     # Every program and library of the kit: everything resolves, and each library it links itself
     # is in the kit or a system library (what a system library links is the system's).

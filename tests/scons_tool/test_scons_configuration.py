@@ -6,6 +6,7 @@ against a CUDA newer than it knows."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 
 import pytest
@@ -84,6 +85,41 @@ def test_clang_against_a_newer_cuda_says_what_builds_it(proj):
     assert ("OFFLOAD_CUDA_COMPILER='nvcc'" in cp.stderr) == newer
     cp = proj.scons("-n", "src=k.cu", "archs=sm_80", "cc=nvcc")
     assert "knows CUDA up to" not in cp.stderr
+
+
+def test_openmp_cubins_the_clangs_own_runtime_refuses_are_said_before_the_build(proj):
+    """clang 19's OpenMP runtime refuses cubins in NVIDIA's new ELF ABI, which CUDA 13's ptxas
+    writes for every SM (an H100 showed it: 'No images found compatible with the installed
+    hardware'): said once per build, with the ways out, for NVIDIA archs only; a CUDA 12 ptxas:
+    nothing said. ptxas's answer is kept: the next read goes by it."""
+    need_tool("nvcc")
+    listing = subprocess.run(["clang-19", "-fopenmp", "--offload-arch=sm_80", "--cuda-path=/usr/local/cuda", "-###",
+                              "-c", "-x", "c", "-o", "/dev/null", "/dev/null"], capture_output=True, text=True).stderr
+    ptxas = next(w.strip('"') for ln in listing.splitlines() for w in ln.split()[:1] if w.strip('"').endswith("/ptxas"))
+    release = re.search(r"release (\d+)\.(\d+)", subprocess.run([ptxas, "--version"], capture_output=True,
+                                                                  text=True).stdout)
+    refused = int(release.group(1)) >= 13
+    for _ in range(2):
+        cp = proj.scons("-n", "src=m.cpp", "archs=sm_80,sm_90")
+        said = [ln for ln in cp.stderr.splitlines() if "OpenMP offload programs built for" in ln]
+        assert len(said) == int(refused), cp.stderr
+    if refused:
+        assert said[0].startswith(
+            f"offload: warning: OpenMP offload programs built for sm_80, sm_90 will not run on those GPUs: clang-19's "
+            f"OpenMP runtime (libomptarget.so.19.1) refuses the cubins of CUDA {release.group(1)}.{release.group(2)}'s "
+            f"ptxas and nvlink ({ptxas})"), said
+        assert "OFFLOAD_CUDA_PATH to a CUDA 12 or older toolkit" in said[0] and "verify --runs-on" in said[0]
+    cp = proj.scons("-n", "src=m.cpp", "archs=gfx90a")
+    assert "OpenMP offload programs built for" not in cp.stderr
+    # The kept answer is what the next read goes by: ptxas told to be CUDA 12.9's, nothing is said.
+    probes = proj.root / ".sconsign.offload-probes.json"
+    kept = json.loads(probes.read_text())
+    versions = [v for v in kept.values() if v["answers"] and "Cuda compilation tools" in str(v["answers"][0])]
+    assert len(versions) == 1, kept
+    versions[0]["answers"] = ["Cuda compilation tools, release 12.9, V12.9.86\n"]
+    probes.write_text(json.dumps(kept))
+    cp = proj.scons("-n", "src=m.cpp", "archs=sm_80,sm_90")
+    assert "OpenMP offload programs built for" not in cp.stderr, cp.stderr
 
 
 def test_a_clang_without_the_rocm_device_libraries_it_needs_is_said_before_the_build(proj):

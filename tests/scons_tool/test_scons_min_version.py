@@ -86,7 +86,9 @@ def test_minimum_scons_progress_and_report(old_scons, tmp_path):
            "--offload-report=out/report.html"]
     cp = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600)
     assert cp.returncode == 0, cp.stdout + cp.stderr
-    assert "offload: warning" not in cp.stderr, cp.stderr
+    # (clang 19's OpenMP runtime against a CUDA 13 ptxas is said, whatever the SCons: not a hook)
+    assert not [ln for ln in cp.stderr.splitlines() if ln.startswith("offload: warning:")
+                and "OpenMP offload programs built for" not in ln], cp.stderr
     # host IR, host, device, package+embed, link
     lines = [m.groups() for m in map(re.compile(r"^\[\s*(\d+)/(\d+)\] ").match, cp.stdout.splitlines()) if m]
     assert sorted(lines) == [(str(i), "5") for i in range(1, 6)], cp.stdout

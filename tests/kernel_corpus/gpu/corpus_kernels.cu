@@ -56,6 +56,7 @@ __global__ void touch_globals(float *sums) {
     sums[0] = z;
     sums[1] = t;
   }
+  __syncthreads(); /* thread 0 reads every element above before any thread writes one */
   for (int i = threadIdx.x; i < 4096; i += blockDim.x)
     zeros[i] = (float)(i % 7);
 }

@@ -33,7 +33,7 @@ class OpenMPClang(Clang):
 
     name = "openmp-clang"
     language = "openmp"
-    checks = (_settings_check.openmp_runtime, _settings_check.amd_device_libs)
+    checks = (_settings_check.openmp_runtime, _settings_check.amd_device_libs, _settings_check.openmp_nvidia_cubins)
     dist = Policy(
         stays="OpenMP compiles run here, without sccache",
         why=f"their offload entry names come from the source file's device and inode on the machine that compiles "

@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 import types
 
 import SCons.Errors
 import SCons.Util
+
+from offload_tool.rules import openmp_runtime as _openmp_runtime
 
 from ..scons import actions as _actions
 from ..scons import nodes as _nodes
@@ -234,6 +237,43 @@ def cuda_for_clang(senv) -> None:
                          f"'{cuda or 'its default path'}' is newer and its headers may not compile with it: "
                          "OFFLOAD_CUDA_COMPILER='nvcc' builds .cu sources with nvcc, or use a newer clang "
                          "(OFFLOAD_CLANG) or an older CUDA (OFFLOAD_CUDA_PATH)\n")
+
+
+def openmp_nvidia_cubins(senv) -> None:
+    """OpenMP programs for NVIDIA GPUs whose cubins the clang's own OpenMP runtime will refuse
+    (LLVM 20 and older against CUDA 13 or newer: `offload_tool.rules.openmp_runtime` says why) are
+    said once, before the build: they build, verify says which GPU would not load them, and they
+    run on the host instead of the GPU. The runtime's version comes from the `libomptarget.so` the
+    clang links (found by -print-file-name=), the CUDA's from the ptxas the clang runs (its -###
+    names it; its --version says the release)."""
+    nvidia = [a for a in _archs.canonical_archs(senv, _archs.NEWEST_LLVM) if _archs.vendor(a) == "nvidia"]
+    info = _toolchain.probe_compiler(senv, senv.subst("$OFFLOAD_CLANG").strip())
+    if not nvidia or info.path is None or not info.openmp_lib_dir:
+        return
+    runtime = _openmp_runtime.runtime_of(
+        [os.path.basename(os.path.realpath(os.path.join(info.openmp_lib_dir, "libomptarget.so")))])
+    if runtime is None or runtime.major >= _openmp_runtime.FIRST_MAJOR_READING_ABI_V2:
+        return
+    installation = _installations.cuda(senv)
+    said = _clang_says(senv, "openmp-cubins", installation.folder,
+                       ["-fopenmp", f"--offload-arch={nvidia[0]}", *installation.path_argv(), "-###", "-c", "-x", "c"])
+    ptxas = next((w.strip('"') for ln in (said[1].splitlines() if said else ()) for w in ln.split()[:1]
+                  if w.strip('"').endswith("/ptxas")), None)
+    if not ptxas:
+        return
+    version = _toolchain.run_tool_kept(senv, said[0], ptxas, ["--version"]) or ""
+    found = re.search(r"release (\d+)\.(\d+)", version)
+    if not found or int(found.group(1)) < 13:
+        return
+    release = f"{found.group(1)}.{found.group(2)}"
+    _warn(("openmp-cubins", said[0], ptxas),
+          f"OpenMP offload programs built for {', '.join(nvidia)} will not run on those GPUs: {said[0]}'s OpenMP "
+          f"runtime ({runtime.soname}) refuses the cubins of CUDA {release}'s ptxas and nvlink ({ptxas}), written "
+          f"in NVIDIA's new ELF ABI, which LLVM's runtime reads from LLVM "
+          f"{_openmp_runtime.FIRST_MAJOR_READING_ABI_V2} on ('No images found compatible with the installed "
+          "hardware'; they run on the host instead). For the GPU, set OFFLOAD_CUDA_PATH to a CUDA 12 or older "
+          f"toolkit, or use clang {_openmp_runtime.FIRST_MAJOR_READING_ABI_V2} or later (OFFLOAD_CLANG); "
+          "offload-tool verify --runs-on says the same of each program")
 
 
 def amd_device_libs(senv) -> None:

@@ -146,6 +146,18 @@ def run_quietly_kept(env, command: str, path: str, argv: list[str], folder: str 
                  probe=probe, keep=lambda said: said[0] is not None)[0]
 
 
+def run_tool_kept(env, command: str, tool: str, argv: list[str]) -> str | None:
+    """`tool argv`, where `tool` is a program the clang `command` runs (the ptxas its -### names),
+    its answer kept in the probe cache while that clang's installation and the tool's file are
+    unchanged: a configuration check that asks it costs no process on a null build."""
+    path = resolve(env, command)
+    if not path:
+        return run_quietly(env, [tool, *argv])
+    probe = json.dumps(["tool", tool, argv, _probe_cache.folder_state(tool)])
+    return _kept(env, command, path, build_env(env), True, 1, lambda: [run_quietly(env, [tool, *argv])],
+                 probe=probe, keep=lambda said: said[0] is not None)[0]
+
+
 def _identity_text(version_output: str | None) -> str:
     if version_output is None:
         return "unrunnable"
