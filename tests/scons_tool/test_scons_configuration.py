@@ -114,9 +114,9 @@ def test_openmp_cubins_the_clangs_own_runtime_refuses_are_said_before_the_build(
     # The kept answer is what the next read goes by: ptxas told to be CUDA 12.9's, nothing is said.
     probes = proj.root / ".sconsign.offload-probes.json"
     kept = json.loads(probes.read_text())
-    versions = [v for v in kept.values() if v["answers"] and "Cuda compilation tools" in str(v["answers"][0])]
+    versions = [v for v in kept.values() if v["answers"] and str(v["answers"][0]).startswith("ptxas:")]
     assert len(versions) == 1, kept
-    versions[0]["answers"] = ["Cuda compilation tools, release 12.9, V12.9.86\n"]
+    versions[0]["answers"] = ["ptxas: NVIDIA (R) Ptx optimizing assembler\nCuda compilation tools, release 12.9, V12.9.86\n"]
     probes.write_text(json.dumps(kept))
     cp = proj.scons("-n", "src=m.cpp", "archs=sm_80,sm_90")
     assert "OpenMP offload programs built for" not in cp.stderr, cp.stderr
