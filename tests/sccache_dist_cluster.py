@@ -39,6 +39,7 @@ where they cannot be made.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -668,3 +669,18 @@ def stop_tool_servers(project: os.PathLike | str, env: Mapping[str, str] | None 
     """Stop every sccache server the tool started for the project in `project`."""
     for srv in tool_servers(project):
         tool_sccache(srv, "--stop-server", env=env, timeout=60)
+
+
+@contextlib.contextmanager
+def cluster_for_tool(workdir: os.PathLike | str, project: os.PathLike | str, servers: int = 2,
+                     lifetime: float = 1800):
+    """A cluster for builds through the offload tool of the project in `project`: yields (the
+    cluster, the builds' process environment: `tool_env()`, the tool's own sccache server ending by
+    itself after 10 idle minutes too), and stops the tool's sccache servers when the block ends."""
+    with SccacheDistCluster(workdir, servers=servers, lifetime=lifetime) as cluster:
+        env = cluster.tool_env()
+        env["SCCACHE_IDLE_TIMEOUT"] = "600"
+        try:
+            yield cluster, env
+        finally:
+            stop_tool_servers(project)

@@ -32,7 +32,7 @@ import pytest
 from conftest import need_tool, run_cli
 from kernel_corpus import corpus
 from scons_helpers import run_built, run_scons, scons_env
-from sccache_dist_cluster import SccacheDistCluster, stop_tool_servers
+from sccache_dist_cluster import cluster_for_tool
 from test_scons_shape_matrix import _missing, _runtime_missing, missing_reason
 
 pytestmark = pytest.mark.slow
@@ -226,13 +226,8 @@ def _run_mode(name: str, tmp: Path) -> CorpusRun:
     if "sccache-dist" not in mode.needs:
         return _run_steps(name, mode, run, tmp)
     # The OpenMP sources each go to a build server as one job: every one of them must have.
-    with SccacheDistCluster(tmp / "cluster", servers=2, lifetime=1800) as cluster:
-        env = cluster.tool_env()
-        env["SCCACHE_IDLE_TIMEOUT"] = "600"   # the tool's own sccache server ends by itself too
-        try:
-            _run_steps(name, mode, run, tmp, env)
-        finally:
-            stop_tool_servers(tmp / "corpus")
+    with cluster_for_tool(tmp / "cluster", tmp / "corpus") as (cluster, env):
+        _run_steps(name, mode, run, tmp, env)
         sources = {s for prog in corpus.programs(mode.family, mode.rdc) for s in prog.sources}
         jobs = len(cluster.started_jobs())
         if jobs < len(sources):

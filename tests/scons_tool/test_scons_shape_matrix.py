@@ -74,7 +74,7 @@ from pathlib import Path
 import pytest
 
 from conftest import need_tool, run_cli
-from sccache_dist_cluster import SccacheDistCluster, stop_tool_servers, unavailable_reason
+from sccache_dist_cluster import cluster_for_tool, unavailable_reason
 from scons_helpers import Project, actions, run_built
 
 pytestmark = pytest.mark.slow
@@ -791,13 +791,8 @@ def _run_mode(mode_name: str, tmp: Path) -> ModeRun:
     env = {"CCACHE_DIR": str(tmp / "ccache")} if mode.settings.get("OFFLOAD_LAUNCHER") == "ccache" else {}
     if "sccache-dist" not in mode.needs:
         return _run_steps(mode, run, p, env)
-    with SccacheDistCluster(tmp / "cluster", servers=2, lifetime=1800) as cluster:
-        env = cluster.tool_env()
-        env["SCCACHE_IDLE_TIMEOUT"] = "600"   # the tool's own sccache server ends by itself too
-        try:
-            _run_steps(mode, run, p, env)
-        finally:
-            stop_tool_servers(tmp / "proj")
+    with cluster_for_tool(tmp / "cluster", tmp / "proj") as (cluster, env):
+        _run_steps(mode, run, p, env)
         # Compiles the build servers ran (the scheduler's log): some in every mode (OpenMP's first
         # build is for sm_80: its sources go whole).
         jobs = len(cluster.started_jobs())
