@@ -328,21 +328,27 @@ def runs_on(images, name: str, gpu: Gpu, runtime: openmp_runtime.Runtime | None 
     `runtime`: the OpenMP offload runtime the binary loads, when it names one: an image that
     runtime refuses to load is no code for the GPU (`openmp_runtime.refusal`)."""
     units: dict[tuple, list[Code]] = {}
-    refused: dict[tuple, list[str]] = {}
+    refused: dict[tuple, dict[str, list[str]]] = {}   # unit -> why -> labels of the images refused
     for img in images:
         code = code_of(img)
         if code is None:
             continue
         why = openmp_runtime.refusal(runtime, producer=img.producer, triple=img.triple or "", data=img.data)
+        units.setdefault(_unit_key(img), [])
         if why is not None and code.vendor == gpu.vendor:
-            refused.setdefault(_unit_key(img), []).append(f"{code.label}: {why}")
-            units.setdefault(_unit_key(img), [])
+            refused.setdefault(_unit_key(img), {}).setdefault(why, []).append(code.label)
             continue
-        units.setdefault(_unit_key(img), []).append(code)
+        units[_unit_key(img)].append(code)
     if not units:
         return Verdict(gpu, False, "no: no GPU device code")
-    results = [(key, *(_unit_verdict(codes, gpu) if codes else ("no", "; ".join(dict.fromkeys(refused[key])))))
-               for key, codes in units.items()]
+
+    def unit_verdict(key, codes):
+        # The vendor's images all refused by the runtime: that, not their absence, is the reason.
+        if key in refused and not any(c.vendor == gpu.vendor for c in codes):
+            return "no", "; ".join(f"{', '.join(labels)}: {why}" for why, labels in refused[key].items())
+        return _unit_verdict(codes, gpu)
+
+    results = [(key, *unit_verdict(key, codes)) for key, codes in units.items()]
     many = len(results) > 1
 
     def where(key) -> str:

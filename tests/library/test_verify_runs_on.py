@@ -10,8 +10,8 @@ import offload_samples
 from conftest import need_tool, run, run_cli
 from offload_tool.errors import UsageError
 from offload_tool.formats.offload_binary import make_image, write_offload_binary
-from offload_tool.ops.runs_on import GENERIC_PROCESSORS, Code, amd_runs, nvidia_runs, parse_gpu
-from offload_tool.ops.inspector import inspect_buffer
+from offload_tool.ops.runs_on import GENERIC_PROCESSORS, Code, amd_runs, nvidia_runs, parse_gpu, runs_on
+from offload_tool.ops.inspector import DeviceImage, inspect_buffer
 from offload_tool.ops.verify import verify_buffer
 from offload_tool.formats.elf import needed_libraries
 from offload_tool.rules.openmp_runtime import (CUDA_ELF_ABI_V1, CUDA_ELF_ABI_V2, Runtime, cuda_elf_abi, refusal,
@@ -357,3 +357,23 @@ def test_openmp_program_and_the_runtime_it_loads():
         assert runtime21 != bytes(new_abi)
         assert verify_buffer(runtime21, "21", runs_on=["sm_80"]).ok
     assert _verify(samples[2], "sm_80")[0] == 0
+
+
+def test_refused_images_beside_another_vendors_say_the_refusal():
+    """A program with NVIDIA and AMD OpenMP images (one unit, its `.llvm.offloading`): for an
+    NVIDIA GPU, the runtime's refusal of every NVIDIA image is the reason, not 'no NVIDIA GPU
+    code'; for the AMD GPU it runs."""
+    def image(triple, arch, data):
+        return DeviceImage(path="app:.llvm.offloading[0]", container="offload-binary", producer="openmp",
+                           triple=triple, arch=arch, image_kind="elf", size=len(data), compressed=False, sha256=None,
+                           file="app", data=data)
+    images = [image("nvptx64-nvidia-cuda", "sm_80", _cubin_header(8)), image("nvptx64-nvidia-cuda", "sm_90", _cubin_header(8)),
+              image("amdgcn-amd-amdhsa", "gfx90a", _cubin_header(4, 224))]
+    runtime = Runtime("libomptarget.so.19.1", 19)
+    verdict = runs_on(images, "app", parse_gpu("sm_90"), runtime)
+    assert not verdict.ok and verdict.line.startswith(
+        "no: SASS sm_80, SASS sm_90: the OpenMP runtime it loads (libomptarget.so.19.1, LLVM 19) refuses this cubin"), \
+        verdict.line
+    assert runs_on(images, "app", parse_gpu("gfx90a"), runtime).ok
+    assert runs_on(images, "app", parse_gpu("sm_90"), Runtime("libomptarget.so.22.1", 22)).ok
+    assert runs_on(images, "app", parse_gpu("sm_90")).ok   # no runtime known: the SASS rule alone
