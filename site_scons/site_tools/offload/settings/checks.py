@@ -239,6 +239,13 @@ def cuda_for_clang(senv) -> None:
                          "(OFFLOAD_CLANG) or an older CUDA (OFFLOAD_CUDA_PATH)\n")
 
 
+@functools.lru_cache(maxsize=None)
+def _runtime_in(lib_dir: str) -> _openmp_runtime.Runtime | None:
+    """The OpenMP offload runtime `libomptarget.so` of `lib_dir` is (its soname, the file the
+    development link names), asked once per folder: the check runs for each pseudo-builder call."""
+    return _openmp_runtime.runtime_of([os.path.basename(os.path.realpath(os.path.join(lib_dir, "libomptarget.so")))])
+
+
 def openmp_nvidia_cubins(senv) -> None:
     """OpenMP programs for NVIDIA GPUs whose cubins the clang's own OpenMP runtime will refuse
     (LLVM 20 and older against CUDA 13 or newer: `offload_tool.rules.openmp_runtime` says why) are
@@ -250,8 +257,7 @@ def openmp_nvidia_cubins(senv) -> None:
     info = _toolchain.probe_compiler(senv, senv.subst("$OFFLOAD_CLANG").strip())
     if not nvidia or info.path is None or not info.openmp_lib_dir:
         return
-    runtime = _openmp_runtime.runtime_of(
-        [os.path.basename(os.path.realpath(os.path.join(info.openmp_lib_dir, "libomptarget.so")))])
+    runtime = _runtime_in(info.openmp_lib_dir)
     if runtime is None or runtime.major >= _openmp_runtime.FIRST_MAJOR_READING_ABI_V2:
         return
     installation = _installations.cuda(senv)
