@@ -333,12 +333,13 @@ def runs_on(images, name: str, gpu: Gpu, runtime: openmp_runtime.Runtime | None 
         code = code_of(img)
         if code is None:
             continue
+        key = _unit_key(img)
+        units.setdefault(key, [])
         why = openmp_runtime.refusal(runtime, producer=img.producer, triple=img.triple or "", data=img.data)
-        units.setdefault(_unit_key(img), [])
         if why is not None and code.vendor == gpu.vendor:
-            refused.setdefault(_unit_key(img), {}).setdefault(why, []).append(code.label)
-            continue
-        units[_unit_key(img)].append(code)
+            refused.setdefault(key, {}).setdefault(why, []).append(code.label)
+        else:
+            units[key].append(code)
     if not units:
         return Verdict(gpu, False, "no: no GPU device code")
 

@@ -33,6 +33,7 @@ from . import archs as _archs
 from ..scons import signatures as _signatures
 from ..toolchain import discovery as _toolchain
 from ..toolchain import installations as _installations
+from ..toolchain import jobs as _jobs
 
 # Options only nvcc takes (long and short spellings; `=value` forms are matched by the name).
 _NVCC_ONLY = {
@@ -263,8 +264,8 @@ def openmp_nvidia_cubins(senv) -> None:
     installation = _installations.cuda(senv)
     said = _clang_says(senv, "openmp-cubins", installation.folder,
                        ["-fopenmp", f"--offload-arch={nvidia[0]}", *installation.path_argv(), "-###", "-c", "-x", "c"])
-    ptxas = next((w.strip('"') for ln in (said[1].splitlines() if said else ()) for w in ln.split()[:1]
-                  if w.strip('"').endswith("/ptxas")), None)
+    ptxas = next((job[0] for job in _jobs.parse_jobs(said[1] if said else "")
+                  if os.path.basename(job[0]) == "ptxas"), None)
     if not ptxas:
         return
     version = _toolchain.run_tool_kept(senv, said[0], ptxas, ["--version"]) or ""

@@ -141,9 +141,7 @@ def run_quietly_kept(env, command: str, path: str, argv: list[str], folder: str 
     folder (the compiler's default one, which it finds itself) it is asked every time."""
     if not folder:
         return run_quietly(env, [path, *argv])
-    probe = json.dumps(["quiet", argv, folder, _probe_cache.folder_state(folder)])
-    return _kept(env, command, path, build_env(env), True, 1, lambda: [run_quietly(env, [path, *argv])],
-                 probe=probe, keep=lambda said: said[0] is not None)[0]
+    return _kept_quietly(env, command, path, [path, *argv], ["quiet", argv, folder, _probe_cache.folder_state(folder)])
 
 
 def run_tool_kept(env, command: str, tool: str, argv: list[str]) -> str | None:
@@ -153,9 +151,14 @@ def run_tool_kept(env, command: str, tool: str, argv: list[str]) -> str | None:
     path = resolve(env, command)
     if not path:
         return run_quietly(env, [tool, *argv])
-    probe = json.dumps(["tool", tool, argv, _probe_cache.folder_state(tool)])
-    return _kept(env, command, path, build_env(env), True, 1, lambda: [run_quietly(env, [tool, *argv])],
-                 probe=probe, keep=lambda said: said[0] is not None)[0]
+    return _kept_quietly(env, command, path, [tool, *argv], ["tool", tool, argv, _probe_cache.folder_state(tool)])
+
+
+def _kept_quietly(env, command: str, path: str, run: list[str], probe: list) -> str | None:
+    """`run_quietly(env, run)`, kept in the probe cache under the clang `command` (at `path`) and
+    `probe` (what the question is about) while an answer came back."""
+    return _kept(env, command, path, build_env(env), True, 1, lambda: [run_quietly(env, run)],
+                 probe=json.dumps(probe), keep=lambda said: said[0] is not None)[0]
 
 
 def _identity_text(version_output: str | None) -> str:
