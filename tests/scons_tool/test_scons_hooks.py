@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, need_tool
-from scons_helpers import Project
+from scons_helpers import Project, hook_warnings
 from scons_samples import KERN_CPP, MAIN_C
 
 TOOL = REPO / "site_scons" / "site_tools" / "offload"
@@ -453,13 +453,6 @@ env.OffloadProgram('app', ['src/main.c', 'src/kern.cpp'])
 """
 
 
-def _hook_warnings(stderr: str) -> list[str]:
-    """The tool's warnings but the one about the toolchain here (clang 19's OpenMP runtime and a
-    CUDA 13 ptxas: `settings.checks.openmp_nvidia_cubins`), which says nothing of the hooks."""
-    return [ln for ln in stderr.splitlines()
-            if ln.startswith("offload: warning:") and "OpenMP offload programs built for" not in ln]
-
-
 def _build(tmp_path, *args, progress="off"):
     need_tool("clang-19")
     p = Project(tmp_path, {"SConstruct": SCONSTRUCT, "src/main.c": MAIN_C, "src/kern.cpp": KERN_CPP})
@@ -469,7 +462,7 @@ def _build(tmp_path, *args, progress="off"):
 @pytest.mark.slow
 def test_progress_without_the_walk_still_numbers_lines(tmp_path):
     _, cp = _build(tmp_path, "-j2", "hide=states", progress="on")
-    warnings = _hook_warnings(cp.stderr)
+    warnings = hook_warnings(cp.stderr)
     assert len(warnings) == 1 and "progress: total unknown" in warnings[0], cp.stderr
     lines = [ln for ln in cp.stdout.splitlines() if re.match(r"^\[\d+/\?\] ", ln)]
     assert len(lines) == 9 and sorted(int(ln[1:ln.index("/")]) for ln in lines) == list(range(1, 10)), cp.stdout
@@ -478,7 +471,7 @@ def test_progress_without_the_walk_still_numbers_lines(tmp_path):
 @pytest.mark.slow
 def test_report_without_the_posix_spawn(tmp_path):
     p, cp = _build(tmp_path, "hide=spawn", "--offload-report=out/report.html")
-    warnings = _hook_warnings(cp.stderr)
+    warnings = hook_warnings(cp.stderr)
     assert len(warnings) == 1 and "CPU times unknown" in warnings[0], cp.stderr
     report = json.loads((p.root / "out/report.json").read_text())
     assert len(report["actions"]) == 9 and all(a["status"] == "built" and a["wall_s"] > 0 for a in report["actions"])
@@ -489,7 +482,7 @@ def test_report_without_the_posix_spawn(tmp_path):
 def test_hooks_are_installed_only_when_asked_for(tmp_path):
     """Progress off and no report: SCons's build task and Progress are SCons's own."""
     p, cp = _build(tmp_path)
-    assert not _hook_warnings(cp.stderr), cp.stderr
+    assert not hook_warnings(cp.stderr), cp.stderr
     probe = p.root / "probe.py"
     probe.write_text(
         "import SCons.Script.Main as m\n"
