@@ -28,11 +28,13 @@ import sys
 import SCons.Errors
 
 from offload_tool.errors import OffloadError
-from offload_tool.ops import verify as _verify
 
 from ..scons import nodes as _nodes
-from . import sccache as _dist
 from ..toolchain import discovery as _toolchain
+
+# `offload_tool.ops.verify` (every format module) and `dist.sccache` are imported where a fat
+# object is read or compiled again: every SConstruct that loads the tool imports this module, and
+# a null build, which makes no fat object, would pay ~50 ms for them.
 
 #: The prefix of the entries named after a file's identity (target regions); other entries
 #: (`declare target` variables) carry the variable's own name, which the host link checks.
@@ -41,6 +43,8 @@ TABLE = "openmp-entries.json"
 
 
 def _names(path: str) -> set[str]:
+    from offload_tool.ops import verify as _verify
+
     with open(path, "rb") as f:
         data = f.read()
     return {e.name for e in _verify.host_offload_entries(data) if e.name.startswith(REGION_PREFIX)}
@@ -78,6 +82,8 @@ def _record(table_path: str, source: str, names: set[str]) -> str | None:
 
 def _compile_here(target, source, env) -> None:
     """Run the node's compile again without its launcher (here, from the source's own file)."""
+    from . import sccache as _dist
+
     argv = _dist.unlaunched_argv(env, "$OFFLOAD_FATCOM", target, [source])
     cp = subprocess.run(argv, cwd=_nodes.abspath(env.Dir("#")), env=_toolchain.build_env(env),
                         stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace")

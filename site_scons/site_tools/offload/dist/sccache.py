@@ -34,7 +34,6 @@ import os
 import shlex
 import subprocess
 import sys
-import tomllib
 import typing
 
 import SCons.Action
@@ -125,6 +124,8 @@ def _mtime(path: str | None) -> int | None:
 def _read_client(sccache: str, path: str | None) -> Client | None:
     if not path or not os.path.isfile(path):
         return None
+    import tomllib  # here: read only where a client configuration exists, not by every null build
+
     with open(path, encoding="utf-8", errors="replace") as f:
         text = f.read()
     try:

@@ -30,12 +30,10 @@ is the same archive and sccache's servers keep one copy."""
 
 from __future__ import annotations
 
-import gzip
 import os
 import re
 import shlex
 import subprocess
-import tarfile
 import tempfile
 
 from ..toolchain import jobs as _jobs
@@ -238,6 +236,11 @@ def write(out: str, paths: list[str]) -> int:
 
 
 def _write(part: str, paths: list[str]) -> None:
+    # gzip and tarfile here: an archive is packed once per compiler, and every SConstruct that
+    # loads the tool imports this module.
+    import gzip
+    import tarfile
+
     with open(part, "wb") as f, gzip.GzipFile(filename="", fileobj=f, mode="wb", compresslevel=1, mtime=0) as gz, \
             tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as tar:
         tmp = tarfile.TarInfo("tmp")

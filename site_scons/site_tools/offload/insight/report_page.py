@@ -8,7 +8,6 @@ from the DOM a browser built."""
 
 from __future__ import annotations
 
-import html
 import os
 
 #: The group of actions tied to no one arch (host compiles, packaging, links).
@@ -31,6 +30,8 @@ svg text { font: 12px system-ui, sans-serif; fill: #222; }
 
 
 def _e(x) -> str:
+    import html  # here: the page is written once per build; every null build imports this module
+
     return html.escape(str(x), quote=True)
 
 

@@ -307,6 +307,16 @@ def reading_sconscripts() -> bool:
     return bool(reading)
 
 
+def sconscript_phase() -> str | None:
+    """'reading' while SCons reads SConscripts, 'read' once it has none left to read (the build
+    phase, or help, follows; also a process that never read any, such as a test loading the tool
+    itself), None where this SCons cannot say."""
+    reading = getattr(SCons.Script, "sconscript_reading", None)
+    if reading is None or not supported():
+        return None
+    return "reading" if reading else "read"
+
+
 # --------------------------------------------------------------------------------------------
 # CacheDir
 
