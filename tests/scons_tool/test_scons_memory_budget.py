@@ -153,12 +153,19 @@ class _Node:
 def test_estimate_from_the_inputs_then_from_the_reports_records(tmp_path, monkeypatch):
     ins = []
     for i, size in enumerate((1000, 3000)):
-        f = tmp_path / f"k{i}.gfx90a.bc"
-        f.write_bytes(b"\0" * size)
+        f = tmp_path / f"k{i}.o"
+        f.write_bytes(b"\x7fELF" + b"\0" * (size - 4))
         ins.append(_Node(f))
     target = _Node(tmp_path / "app.gfx90a.devlink.o")
     monkeypatch.setattr(_report.RECORDER, "path", None)
     assert mb.estimate([target], ins) == mb.INPUT_FACTOR * 4000 + mb.BASE_BYTES
+    # LLVM bitcode, raw or wrapped, is what an LTO reads: its own, larger factor.
+    for i, magic in enumerate((b"BC\xc0\xde", b"\xde\xc0\x17\x0b")):
+        f = tmp_path / f"k{i}.gfx90a.bc"
+        f.write_bytes(magic + b"\0" * 996)
+        ins.append(_Node(f))
+    ins.append(_Node(tmp_path / "gone.bc"))  # not there (yet): counts nothing
+    assert mb.estimate([target], ins) == mb.BITCODE_FACTOR * 2000 + mb.INPUT_FACTOR * 4000 + mb.BASE_BYTES
     # A report of an earlier build that measured the step.
     html = tmp_path / "out" / "report.html"
     html.parent.mkdir()
@@ -169,7 +176,18 @@ def test_estimate_from_the_inputs_then_from_the_reports_records(tmp_path, monkey
     monkeypatch.setattr(_report, "_peaks", {})
     assert mb.estimate([target], ins) == 5 * GIB
     other = _Node(tmp_path / "app.gfx1030.devlink.o")
-    assert mb.estimate([other], ins) == mb.INPUT_FACTOR * 4000 + mb.BASE_BYTES
+    assert mb.estimate([other], ins) == mb.BITCODE_FACTOR * 2000 + mb.INPUT_FACTOR * 4000 + mb.BASE_BYTES
+
+
+def test_the_guess_of_an_amd_device_link_holds_what_one_took(tmp_path, monkeypatch):
+    """An AMD device link of 1,000 OpenMP sources (~16 KB of device bitcode each) peaked at
+    4.5-5.7 GB (`bench/scons_scale.py`'s project): before any record, the guess is of that size,
+    so a first build does not start several of them together in a machine that holds one."""
+    monkeypatch.setattr(_report.RECORDER, "path", None)
+    f = tmp_path / "k.gfx90a.bc"
+    f.write_bytes(b"BC\xc0\xde" + b"\0" * (16 * 1000 - 4))
+    one = mb.estimate([_Node(tmp_path / "app.gfx90a.devlink.o")], [_Node(f)] * 1000)
+    assert 4.5 * GIB <= one <= 6 * GIB, mb.gib(one)
 
 
 # --------------------------------------------------------------------------------------------

@@ -17,7 +17,18 @@ a number of bytes or a size (`'8G'`, `'512M'`) sets it; `0`, `False` or `'off'` 
 A step's estimate: the peak memory the build report recorded for its target the last time it
 ran (`insight.report.recorded_peak`: the largest resident size of the commands it waited for,
 kept in the report's records while the report is on); else, before a reported build, a guess
-from its inputs: `INPUT_FACTOR` times the bytes of its sources plus `BASE_BYTES`."""
+from its inputs: `BASE_BYTES`, plus `BITCODE_FACTOR` times the bytes of its inputs that are LLVM
+bitcode (an LTO links them: an AMD device link, a link of `-flto` objects) and `INPUT_FACTOR`
+times the bytes of the others (objects a linker or nvlink reads).
+
+Why two factors: an LTO holds far more than its inputs' bytes. Measured on the 4-arch OpenMP
+project of `bench/scons_scale.py` (one small kernel per source, ~16 KB of device bitcode each),
+an AMD device link of 100 sources (1.6 MB of bitcode) peaked at 393 MB, of 1,000 sources (16 MB)
+at 4.5-5.7 GB: growing faster than the inputs, ~300 times their bytes at 1,000. With one factor
+of 4 the guess was 320 MB there, so a first build ran every AMD device link at once, past the
+memory of the machine the estimate was meant to protect. `BITCODE_FACTOR` is that 300: at 100
+sources it guesses 736 MB for 393 MB, and a guess too high only makes links wait for each other
+until a reported build records what they really took; too low, they run together past memory."""
 
 from __future__ import annotations
 
@@ -36,7 +47,11 @@ from ..scons import nodes as _nodes
 #: The guess of a step's peak memory before any record of it: LTO holds several times its
 #: inputs' bitcode in memory, the linker and the code generator one module at a time.
 INPUT_FACTOR = 4
+BITCODE_FACTOR = 300
 BASE_BYTES = 256 << 20
+
+#: The first bytes of LLVM bitcode, raw and in its wrapper (`offload_tool.formats.kinds`).
+_BITCODE_MAGICS = (b"BC\xc0\xde", b"\xde\xc0\x17\x0b")
 
 _UNITS = {"": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
           "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
@@ -160,7 +175,20 @@ def estimate(target, source) -> int:
     peak = _report.recorded_peak(target[0])
     if peak:
         return peak
-    return INPUT_FACTOR * _report.file_bytes(source) + BASE_BYTES
+    bitcode = other = 0
+    for n in source:
+        path = _nodes.abspath(n)
+        try:
+            with open(path, "rb") as f:
+                head = f.read(4)
+            size = os.path.getsize(path)
+        except OSError:
+            continue
+        if head in _BITCODE_MAGICS:
+            bitcode += size
+        else:
+            other += size
+    return BITCODE_FACTOR * bitcode + INPUT_FACTOR * other + BASE_BYTES
 
 
 def _label(word: str, target) -> str:
