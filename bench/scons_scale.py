@@ -21,16 +21,21 @@ source (rather than once per device compile) saves.
 row of its own (target <= 1.2x the usual way's), with the memory SCons holds for its graph (peak
 RSS of the scons process). Building it takes a while; with `--keep DIR` the built trees stay, and
 `--null-only --keep DIR` later re-runs only the null builds on them (median of `--repeat` runs).
-`--fill` brings the large pair up to date in minutes instead of an hour: each command copies the
-main project's output of the same kind instead of compiling (see FILL); its null builds are real.
+`--fill` brings the usual way's large project up to date in minutes instead of an hour: each
+command copies the main project's output of the same kind instead of compiling (see FILL); its
+null builds are real. The tool's large project is built for real all the same (a copied object's
+offload entries are another source's, so its program would not be the program the sources make),
+its program checked with `offload-tool verify`, at `--large-jobs` (default: --jobs) with the
+memory budget `--link-memory` (`OFFLOAD_LINK_MEMORY`, default 'auto') and the build report on, so
+the run shows the device links' peaks and whether any ran together.
 
 Null-build times are medians; CPU time (user + sys of scons and everything it runs) is printed
 beside wall time because wall time on a shared machine is noisy.
 
 Usage: python3 bench/scons_scale.py [--sources N] [--archs sm_75,sm_80,gfx90a,gfx1030]
                                     [--add-arch sm_90] [--jobs 2] [--clang clang-19] [--keep DIR]
-                                    [--large N [--fill]] [--null-only] [--repeat 3] [--heavy]
-                                    [--no-add]"""
+                                    [--large N [--fill] [--large-jobs J] [--link-memory SIZE]]
+                                    [--null-only] [--repeat 3] [--heavy] [--no-add]"""
 
 from __future__ import annotations
 
@@ -107,7 +112,7 @@ OFFLOAD_SCONSTRUCT = """\
 DefaultEnvironment(tools=[])
 env = Environment(tools=['default', 'offload'], OFFLOAD_CLANG={clang!r},
                   OFFLOAD_ARCHS=ARGUMENTS['archs'].split(','), OFFLOAD_HOSTFLAGS=['-O2'],
-                  OFFLOAD_DEVICEFLAGS=['-O2'])
+                  OFFLOAD_DEVICEFLAGS=['-O2'], OFFLOAD_LINK_MEMORY=ARGUMENTS.get('link_memory', 'auto'))
 env.OffloadProgram('app', Glob('src/*{ext}'))
 {fill}"""
 
@@ -231,6 +236,30 @@ def null_builds(root: Path, jobs: str, archs: str, repeat: int) -> tuple[float, 
             max(r[4] for r in runs))
 
 
+def large_build_summary(root: Path) -> str:
+    """The tool's large build, as its report recorded it: each memory-budgeted step (device links,
+    the link) with its time span and peak memory, whether any two of them ran together, and
+    `offload-tool verify` of the program. A program that does not verify stops the benchmark."""
+    import json
+    report = json.loads((root / "report.json").read_text())
+    heavy = [r for r in report["actions"] if r.get("kind") in ("device-link", "link") and r.get("start_s") is not None]
+    lines = []
+    for r in sorted(heavy, key=lambda r: r["start_s"]):
+        peak = r.get("peak_rss_bytes")
+        lines.append(f"    {r['label']}: {r['start_s']:8.1f}-{r['end_s']:8.1f} s, peak "
+                     f"{peak / (1 << 30):.2f} GiB" if peak else f"    {r['label']}: {r['start_s']:8.1f}-{r['end_s']:8.1f} s")
+    spans = sorted((r["start_s"], r["end_s"]) for r in heavy)
+    together = any(b[0] < a[1] for a, b in zip(spans, spans[1:]))
+    lines.append(f"    memory-heavy steps ran together: {'yes' if together else 'no'}")
+    cp = subprocess.run([sys.executable, "-m", "offload_tool.cli.tool", "verify", "app"], cwd=root,
+                        capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    verdict = (cp.stdout.strip().splitlines() or [cp.stderr.strip()])[-1]
+    lines.append(f"    offload-tool verify app: exit {cp.returncode}: {verdict}")
+    if cp.returncode:
+        sys.exit(f"scons_scale: error: the large project's program does not verify:\n{cp.stdout}{cp.stderr}")
+    return "\n".join(lines)
+
+
 def fmt_counts(c: dict[str, int]) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(c.items())) or "-"
 
@@ -267,8 +296,12 @@ def main() -> int:
                     help="only the null builds, on the projects already built in --keep DIR")
     ap.add_argument("--repeat", type=int, default=3, help="null builds per project (median)")
     ap.add_argument("--fill", action="store_true",
-                    help="bring the --large projects up to date by copying the built main project's "
-                         "outputs instead of compiling (for their null-build row; see FILL)")
+                    help="bring the usual way's --large project up to date by copying the built main "
+                         "project's outputs instead of compiling (see FILL); the tool's is built for real")
+    ap.add_argument("--large-jobs", type=int, default=0, metavar="J",
+                    help="-j of the tool's --large build (default: --jobs)")
+    ap.add_argument("--link-memory", default="auto", metavar="SIZE",
+                    help="OFFLOAD_LINK_MEMORY of the tool's --large build (default auto)")
     ap.add_argument("--heavy", action="store_true",
                     help="C++ sources with the standard library's heavy headers and templates")
     ap.add_argument("--no-add", action="store_true", help="skip the add-an-arch rebuild")
@@ -300,15 +333,24 @@ def main() -> int:
                 print(f"{n:5d} {name:8s} null {r['null'][0]:7.2f} s (cpu {r['null'][3]:6.2f} s, "
                       f"scons max rss {r['null'][4] / 1024:6.1f} MiB)  [{fmt_counts(r['null'][1])}]", flush=True)
                 continue
+            if n != a.sources:
+                shutil.rmtree(root, ignore_errors=True)  # built afresh (an earlier fill is no build)
             generate(root, n, sc, a.heavy)
-            if a.fill and n != a.sources:
+            filled = ""
+            if a.fill and n != a.sources and name == "usual":
                 ref = project(base, a.sources, a.sources) / name
                 r["full"] = scons(root, jobs, f"archs={archs}", f"bench_fill={ref}")
+                filled = " (filled by copying, not compiled)"
+            elif n != a.sources and name == "offload":
+                large_jobs = f"-j{a.large_jobs or a.jobs}"
+                r["full"] = scons(root, large_jobs, f"archs={archs}", f"link_memory={a.link_memory}",
+                                  "--offload-report=report.html")
+                filled = f" ({large_jobs}, OFFLOAD_LINK_MEMORY={a.link_memory})"
+                print(large_build_summary(root), flush=True)
             else:
                 r["full"] = scons(root, jobs, f"archs={archs}")
             r["null"] = null_builds(root, jobs, archs, a.repeat)
             r["uptodate"] = scons(root, "-q", f"archs={archs}")
-            filled = " (filled by copying, not compiled)" if a.fill and n != a.sources else ""
             print(f"{n:5d} {name:8s} full{filled} {r['full'][0]:7.2f} s (cpu {r['full'][3]:7.2f} s)  "
                   f"[{fmt_counts(r['full'][1])}]", flush=True)
             print(f"{n:5d} {name:8s} null {r['null'][0]:7.2f} s (cpu {r['null'][3]:6.2f} s, "
