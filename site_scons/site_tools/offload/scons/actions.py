@@ -17,6 +17,7 @@ import sys
 
 import SCons.Action
 import SCons.Errors
+import SCons.Scanner
 import SCons.Subst
 import SCons.Tool
 
@@ -241,10 +242,44 @@ def escaped(words, env) -> list:
 # Scanners
 
 
+def _shared_call(self, node, env, path=()):
+    """`ScannerBase.__call__`, answered once per search path rather than once per environment:
+    the first environment that asks for a path scans; another asks the node for that one's
+    answer (`get_found_includes`, which SCons memoises per environment, scanner and path)."""
+    canon = self._offload_envs.setdefault(path, env)
+    if canon is env:
+        return self._offload_scan(node, env, path)
+    return node.get_found_includes(canon, self, path)
+
+
+_SHARED_C_SCANNER = None
+
+
 def c_scanner():
     """SCons's scanner of C and C++ `#include`s, the one its `Object` builders use (the manual
-    names no scanner object of SCons's own but `DirScanner` and `SourceFileScanner`)."""
-    return SCons.Tool.CScanner
+    names no scanner object of SCons's own but `DirScanner` and `SourceFileScanner`), made to
+    scan each file once per search path (`CPPPATH`).
+
+    Why: SCons memoises a file's `#include`s per environment, and every compile of a source here
+    has an environment of its own (its arch's overrides): the host IR and each arch's device
+    compile scanned the source and every header it includes again, five times at 4 archs, in
+    every build, null builds included. SCons's classic scanner reads only the file and the
+    search path (the environment makes nodes, the same for all of one build), so compiles with
+    one `CPPPATH` share one answer. A scanner of another kind (a project that replaced
+    `SCons.Tool.CScanner`) is used as it is."""
+    global _SHARED_C_SCANNER
+    base = SCons.Tool.CScanner
+    if not isinstance(base, SCons.Scanner.Classic):
+        return base
+    if _SHARED_C_SCANNER is None or _SHARED_C_SCANNER.__dict__.get("_offload_base") is not base:
+        cls = type("OffloadSharedPathScanner", (type(base),),
+                   {"__call__": _shared_call, "_offload_scan": type(base).__call__})
+        made = object.__new__(cls)
+        made.__dict__.update(vars(base))
+        made._offload_base = base
+        made._offload_envs = {}  # search path -> the environment whose answer is shared (kept alive)
+        _SHARED_C_SCANNER = made
+    return _SHARED_C_SCANNER
 
 
 def c_include_dirs(env, folder) -> tuple:
