@@ -21,14 +21,15 @@ from its inputs: `BASE_BYTES`, plus `BITCODE_FACTOR` times the bytes of its inpu
 bitcode (an LTO links them: an AMD device link, a link of `-flto` objects) and `INPUT_FACTOR`
 times the bytes of the others (objects a linker or nvlink reads).
 
-Why two factors: an LTO holds far more than its inputs' bytes. Measured on the 4-arch OpenMP
-project of `bench/scons_scale.py` (one small kernel per source, ~16 KB of device bitcode each),
-an AMD device link of 100 sources (1.6 MB of bitcode) peaked at 393 MB, of 1,000 sources (16 MB)
-at 4.5-5.7 GB: growing faster than the inputs, ~300 times their bytes at 1,000. With one factor
-of 4 the guess was 320 MB there, so a first build ran every AMD device link at once, past the
-memory of the machine the estimate was meant to protect. `BITCODE_FACTOR` is that 300: at 100
-sources it guesses 736 MB for 393 MB, and a guess too high only makes links wait for each other
-until a reported build records what they really took; too low, they run together past memory."""
+Why two factors: an LTO holds far more than its inputs' bytes, and more per input the more
+inputs it links. Measured on the 4-arch OpenMP project of `bench/scons_scale.py` (one small
+kernel per source, ~15 KB of device bitcode each, clang 19): an AMD device link of 100 sources
+(1.5 MB of bitcode) peaked at 393 MB; one of 1,000 sources (15.5 MB) held 7.5 GB after 30 CPU
+minutes and still grew. With one factor of 4 the guess there was 320 MB, so a first build ran
+every AMD device link at once, past the memory of the machine the estimate was meant to protect.
+`BITCODE_FACTOR` (600) guesses 9.6 GB there and 1.2 GB at 100 sources: a guess too high only
+makes links wait for each other until a reported build records what they really took; too low,
+they run together past memory."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ from ..scons import nodes as _nodes
 #: The guess of a step's peak memory before any record of it: LTO holds several times its
 #: inputs' bitcode in memory, the linker and the code generator one module at a time.
 INPUT_FACTOR = 4
-BITCODE_FACTOR = 300
+BITCODE_FACTOR = 600
 BASE_BYTES = 256 << 20
 
 #: The first bytes of LLVM bitcode, raw and in its wrapper (`offload_tool.formats.kinds`).
