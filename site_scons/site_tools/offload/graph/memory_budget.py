@@ -24,8 +24,8 @@ times the bytes of the others (objects a linker or nvlink reads).
 Why two factors: an LTO holds far more than its inputs' bytes, and more per input the more
 inputs it links. Measured on the 4-arch OpenMP project of `bench/scons_scale.py` (one small
 kernel per source, ~15 KB of device bitcode each, clang 19): an AMD device link of 100 sources
-(1.5 MB of bitcode) peaked at 393 MB; one of 1,000 sources (15.5 MB) held 7.5 GB after 30 CPU
-minutes and still grew. With one factor of 4 the guess there was 320 MB, so a first build ran
+(1.5 MB of bitcode) peaked at 393 MB; one of 1,000 sources (15.5 MB) at 7.7 GB, and ran more
+than 43 CPU minutes. With one factor of 4 the guess there was 320 MB, so a first build ran
 every AMD device link at once, past the memory of the machine the estimate was meant to protect.
 `BITCODE_FACTOR` (600) guesses 9.6 GB there and 1.2 GB at 100 sources: a guess too high only
 makes links wait for each other until a reported build records what they really took; too low,
