@@ -51,9 +51,6 @@ INPUT_FACTOR = 4
 BITCODE_FACTOR = 600
 BASE_BYTES = 256 << 20
 
-#: The first bytes of LLVM bitcode, raw and in its wrapper (`offload_tool.formats.kinds`).
-_BITCODE_MAGICS = (b"BC\xc0\xde", b"\xde\xc0\x17\x0b")
-
 _UNITS = {"": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
           "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
 _OFF = ("off", "false", "no", "none", "0")
@@ -176,16 +173,17 @@ def estimate(target, source) -> int:
     peak = _report.recorded_peak(target[0])
     if peak:
         return peak
+    # (here: a guess is made only for a step no report measured, not by every SConstruct)
+    from offload_tool.formats.kinds import BC_MAGIC, BC_WRAPPER_MAGIC
+
     bitcode = other = 0
     for n in source:
-        path = _nodes.abspath(n)
         try:
-            with open(path, "rb") as f:
-                head = f.read(4)
-            size = os.path.getsize(path)
+            with open(_nodes.abspath(n), "rb") as f:
+                head, size = f.read(4), os.fstat(f.fileno()).st_size
         except OSError:
             continue
-        if head in _BITCODE_MAGICS:
+        if head in (BC_MAGIC, BC_WRAPPER_MAGIC):
             bitcode += size
         else:
             other += size
