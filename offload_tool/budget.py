@@ -29,9 +29,8 @@ import contextvars
 import functools
 import os
 import re
-from dataclasses import dataclass, field
-
 from .errors import BudgetError
+from .records import FrozenRecord, Record
 
 __all__ = ["Limits", "DEFAULT_LIMITS", "ENV_VAR", "parse_limits", "from_option", "limits", "run", "metered",
            "charge", "nested", "remaining", "format_size", "BudgetError"]
@@ -40,12 +39,17 @@ ENV_VAR = "OFFLOAD_TOOL_BUDGET"
 KINDS = ("decompressed", "entries", "depth", "names")
 
 
-@dataclass(frozen=True)
-class Limits:
-    decompressed: int = 4 << 30
-    entries: int = 1 << 20
-    depth: int = 8
-    names: int = 256 << 20
+class Limits(FrozenRecord):
+    """The most one run may decompress (bytes), read as entries, nest, and hold as names (bytes)."""
+
+    __slots__ = KINDS
+
+    def __init__(self, decompressed: int = 4 << 30, entries: int = 1 << 20, depth: int = 8,
+                 names: int = 256 << 20) -> None:
+        self._set("decompressed", decompressed)
+        self._set("entries", entries)
+        self._set("depth", depth)
+        self._set("names", names)
 
     def replace(self, **changes) -> "Limits":
         values = {k: getattr(self, k) for k in KINDS}
@@ -89,10 +93,12 @@ def from_option(values: list[str]) -> Limits:
     return parse_limits(",".join(values), _from_environment())
 
 
-@dataclass
-class _Meter:
-    limits: Limits
-    used: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+class _Meter(Record):
+    __slots__ = ("limits", "used")
+
+    def __init__(self, limits: Limits, used: dict[str, int] | None = None) -> None:
+        self.limits = limits
+        self.used = dict.fromkeys(KINDS, 0) if used is None else used
 
 
 _current: contextvars.ContextVar[_Meter | None] = contextvars.ContextVar("offload_tool_budget", default=None)

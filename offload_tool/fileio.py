@@ -22,10 +22,14 @@ import signal
 import stat
 import sys
 import threading
-from typing import BinaryIO, Iterator
+from collections.abc import Iterator
 
 from .errors import OffloadError, OutputPathError
 from .inputs import InputChangedError, byte_view, changed_inputs, open_input, open_input_file
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 __all__ = ["byte_view", "open_input", "open_input_file", "atomic_output", "output_transaction", "OutputTransaction",
            "Terminated", "removing_temp_files", "remove_temp_files", "safe_join", "sanitize_name"]

@@ -28,10 +28,10 @@ import signal
 import stat
 import sys
 import threading
-from dataclasses import dataclass
-from typing import Iterator
+from collections.abc import Iterator
 
 from .errors import InputChangedError, OffloadError, UsageError
+from .records import Record
 
 __all__ = ["Input", "InputChangedError", "open_input", "open_input_file", "byte_view", "stream_limit",
            "STREAM_LIMIT_ENV", "DEFAULT_STREAM_LIMIT", "changed_inputs", "read_slices", "read_slice_into"]
@@ -41,15 +41,16 @@ DEFAULT_STREAM_LIMIT = 256 << 20
 _CHUNK = 1 << 20
 
 
-
-@dataclass
-class Input:
+class Input(Record):
     """An opened input: `view` holds its bytes; `fd` is an open descriptor of the same regular
     file (for kernel copies of payloads, never a second open), None for streams and devices."""
 
-    path: str
-    view: memoryview
-    fd: int | None = None
+    __slots__ = ("path", "view", "fd")
+
+    def __init__(self, path: str, view: memoryview, fd: int | None = None) -> None:
+        self.path = path
+        self.view = view
+        self.fd = fd
 
 
 def byte_view(buf) -> memoryview:

@@ -14,7 +14,7 @@ TOOL = Path(__file__).resolve().parent.parent / "site_scons" / "site_tools" / "o
 
 # The tiers, lowest first (docs/architecture.md): a module imports from its own tier and lower ones.
 FOUNDATIONS = {"offload_tool", "offload_tool.errors", "offload_tool.inputs", "offload_tool.fileio",
-               "offload_tool.printable", "offload_tool.budget"}
+               "offload_tool.printable", "offload_tool.budget", "offload_tool.records"}
 TIERS = {"foundations": 0, "rules": 1, "formats": 2, "ops": 3, "cli": 4}
 
 

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from ..errors import OffloadError, OptionError, UsageError
 from ..printable import printable
+from ..records import FrozenRecord, Record
 
 __all__ = ["Option", "Parsed", "ArgumentParser", "run_command", "one_line", "error_line", "llvm_version_argument",
            "invoked_as"]
@@ -34,30 +34,35 @@ _TRUE = ("true", "TRUE", "True", "1")
 _FALSE = ("false", "FALSE", "False", "0")
 
 
-@dataclass(frozen=True)
-class Option:
+class Option(FrozenRecord):
     """One option: its name without dashes; `value` if it takes one; `comma_list` if a value is
     split on commas (LLVM's `cl::CommaSeparated`); `dest` where another spelling of the same
     option keeps its values (`-o` and `--output`)."""
 
-    name: str
-    value: bool = False
-    comma_list: bool = False
-    dest: str = ""
+    __slots__ = ("name", "value", "comma_list", "dest")
+
+    def __init__(self, name: str, value: bool = False, comma_list: bool = False, dest: str = "") -> None:
+        self._set("name", name)
+        self._set("value", value)
+        self._set("comma_list", comma_list)
+        self._set("dest", dest)
 
     @property
     def key(self) -> str:
         return self.dest or self.name
 
 
-@dataclass
-class Parsed:
+class Parsed(Record):
     """What the command line said: flags given, every value of each valued option (in order),
     and the positional arguments."""
 
-    flags: dict[str, bool] = field(default_factory=dict)
-    values: dict[str, list[str]] = field(default_factory=dict)
-    positionals: list[str] = field(default_factory=list)
+    __slots__ = ("flags", "values", "positionals")
+
+    def __init__(self, flags: dict[str, bool] | None = None, values: dict[str, list[str]] | None = None,
+                 positionals: list[str] | None = None) -> None:
+        self.flags = {} if flags is None else flags
+        self.values = {} if values is None else values
+        self.positionals = [] if positionals is None else positionals
 
     def flag(self, *names: str) -> bool:
         return any(self.flags.get(n, False) for n in names)

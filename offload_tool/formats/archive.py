@@ -27,14 +27,18 @@ from __future__ import annotations
 import os
 import struct
 import stat
-from dataclasses import dataclass
-from typing import BinaryIO, Sequence
+from collections.abc import Sequence
 
 from .. import budget
 from ..errors import ArchiveError, OffloadError
 from ..fileio import byte_view
 from .layout import Layout
 from .kinds import AR_MAGIC, BC_MAGIC, BC_WRAPPER_MAGIC, ELF_MAGIC, THIN_AR_MAGIC, FileKind, Format
+from ..records import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 __all__ = ["ArchiveMember", "AR_HDR", "read_archive", "write_archive",
            "archive_symbols", "member_symbols"]
@@ -47,14 +51,16 @@ _FMAG = b"`\n"
 _SYM64_THRESHOLD = 1 << 32
 
 
-@dataclass
-class ArchiveMember:
+class ArchiveMember(Record):
     """One archive member: its name (long names resolved, GNU's trailing '/' removed), its
     contents (a slice of the archive) and the file offset of its header."""
 
-    name: str
-    data: memoryview
-    offset: int
+    __slots__ = ("name", "data", "offset")
+
+    def __init__(self, name: str, data: memoryview, offset: int) -> None:
+        self.name = name
+        self.data = data
+        self.offset = offset
 
 
 # ---------------------------------------------------------------------------------------------

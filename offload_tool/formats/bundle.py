@@ -8,12 +8,16 @@ with a `BundleFormatError` naming the offset and field."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import BinaryIO, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from ..errors import BundleFormatError, UsageError
 from .layout import Layout
 from .kinds import BUNDLE_MAGIC, TEXT_BUNDLE_COMMENTS, TEXT_BUNDLE_START, FileKind, Format
+from ..records import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 __all__ = [
     "BundleEntry", "BINARY_MAGIC", "TEXT_COMMENTS", "BINARY_TYPES", "is_binary_bundle", "read_binary_bundle",
@@ -42,15 +46,17 @@ _ENTRY = Layout("bundle entry", [("Offset", "Q"), ("Size", "Q"), ("IdLength", "Q
 _ID_ENCODING = ("utf-8", "surrogateescape")
 
 
-@dataclass
-class BundleEntry:
+class BundleEntry(Record):
     """One entry of a bundle: its bundle entry ID and payload (often a memoryview slice of the input).
 
     `offset` is the payload's offset in the bundle it was read from (0 when not read from one)."""
 
-    bundle_entry_id: str
-    data: bytes | bytearray | memoryview
-    offset: int = 0
+    __slots__ = ("bundle_entry_id", "data", "offset")
+
+    def __init__(self, bundle_entry_id: str, data: bytes | bytearray | memoryview, offset: int = 0) -> None:
+        self.bundle_entry_id = bundle_entry_id
+        self.data = data
+        self.offset = offset
 
     @property
     def size(self) -> int:

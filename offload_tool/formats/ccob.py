@@ -14,8 +14,7 @@ import os
 import sys
 import time
 import zlib
-from dataclasses import dataclass
-from typing import BinaryIO, Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from .. import budget
 from ..errors import BundleFormatError, CompressionError, OffloadError, UsageError
@@ -24,6 +23,11 @@ from ..inputs import read_slice_into, read_slices
 from . import bundle as _bundle
 from .layout import Layout
 from .kinds import CCOB_MAGIC, FileKind, Format
+from ..records import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 __all__ = [
     "CCOB_MAGIC", "CompressionInfo", "METHODS", "DEFAULT_LEVELS", "DEFAULT_MAX_UNCOMPRESSED_SIZE",
@@ -53,18 +57,22 @@ _PIECE = 4 << 20  # decompressed bytes handed on at a time (bounded memory, few 
 _MT_THRESHOLD = 8 << 20  # payloads at least this large are hashed in a worker thread
 
 
-@dataclass
-class CompressionInfo:
+class CompressionInfo(Record):
     """What a CCOB header says (and, after `compress`, what was written)."""
 
-    version: int
-    method: str  # "zlib" | "zstd"
-    header_size: int
-    total_size: int | None  # v2/v3 "total file size" field; None in v1
-    uncompressed_size: int
-    compressed_size: int
-    truncated_md5: int
-    level: int | None = None  # known only when we compressed
+    __slots__ = ("version", "method", "header_size", "total_size", "uncompressed_size", "compressed_size",
+                 "truncated_md5", "level")
+
+    def __init__(self, version: int, method: str, header_size: int, total_size: int | None, uncompressed_size: int,
+                 compressed_size: int, truncated_md5: int, level: int | None = None) -> None:
+        self.version = version
+        self.method = method  # "zlib" | "zstd"
+        self.header_size = header_size
+        self.total_size = total_size  # v2/v3 "total file size" field; None in v1
+        self.uncompressed_size = uncompressed_size
+        self.compressed_size = compressed_size
+        self.truncated_md5 = truncated_md5
+        self.level = level  # known only when we compressed
 
 
 def is_compressed(buf) -> bool:

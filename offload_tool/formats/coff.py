@@ -6,13 +6,12 @@ table.  Every offset and size is checked against the buffer; errors name the fie
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .. import budget
 from ..errors import OffloadError
 from .kinds import COFF_MACHINES, FileKind, Format, OffloadBinariesAt
 from .layout import Layout
 from .offload_binary import OFFLOADING_SECTION
+from ..records import Record
 
 __all__ = ["CoffSection", "read_sections", "FILE_HEADER", "SECTION_HEADER", "SYMBOL_SIZE"]
 
@@ -27,13 +26,15 @@ SYMBOL_SIZE = 18  # IMAGE_SYMBOL
 _MAX_LONG_NAME = 4096
 
 
-@dataclass
-class CoffSection:
+class CoffSection(Record):
     """One section: its (long names resolved) name and where its raw data lies in the file."""
 
-    name: str
-    offset: int
-    size: int
+    __slots__ = ("name", "offset", "size")
+
+    def __init__(self, name: str, offset: int, size: int) -> None:
+        self.name = name
+        self.offset = offset
+        self.size = size
 
 
 def read_sections(buf, name: str) -> list[CoffSection]:

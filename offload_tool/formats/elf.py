@@ -30,8 +30,7 @@ from __future__ import annotations
 
 import io
 import struct
-from dataclasses import dataclass
-from typing import BinaryIO, Callable
+from collections.abc import Callable
 
 from ..rules.string_table import string_table
 from .. import budget
@@ -39,6 +38,11 @@ from ..errors import ElfError
 from ..fileio import byte_view
 from .layout import Layout, field_error
 from .kinds import ELF_MAGIC, FileKind, Format, OffloadBinariesAt
+from ..records import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 __all__ = [
     "SHT_NULL", "SHT_PROGBITS", "SHT_SYMTAB", "SHT_STRTAB", "SHT_RELA", "SHT_NOBITS", "SHT_REL",
@@ -169,35 +173,43 @@ _IDENT_SIZE = 16
 # Public data model
 # ---------------------------------------------------------------------------------------------
 
-@dataclass
-class ElfSection:
+class ElfSection(Record):
     """One section header with its name resolved and its contents as a slice of the input
     (empty for SHT_NOBITS).  The trailing fields are the rest of the header, for editors."""
 
-    index: int
-    name: str
-    sh_type: int
-    flags: int
-    offset: int
-    size: int
-    align: int
-    data: memoryview
-    link: int = 0
-    info: int = 0
-    entsize: int = 0
-    addr: int = 0
-    name_offset: int = 0
+    __slots__ = ("index", "name", "sh_type", "flags", "offset", "size", "align", "data", "link", "info", "entsize",
+                 "addr", "name_offset")
+
+    def __init__(self, index: int, name: str, sh_type: int, flags: int, offset: int, size: int, align: int,
+                 data: memoryview, link: int = 0, info: int = 0, entsize: int = 0, addr: int = 0,
+                 name_offset: int = 0) -> None:
+        self.index = index
+        self.name = name
+        self.sh_type = sh_type
+        self.flags = flags
+        self.offset = offset
+        self.size = size
+        self.align = align
+        self.data = data
+        self.link = link
+        self.info = info
+        self.entsize = entsize
+        self.addr = addr
+        self.name_offset = name_offset
 
 
-@dataclass
-class NewSection:
+class NewSection(Record):
     """A section to add: contents are written verbatim, after all existing section contents."""
 
-    name: str
-    data: bytes | memoryview
-    sh_type: int = SHT_PROGBITS
-    flags: int = SHF_EXCLUDE
-    align: int = 1
+    __slots__ = ("name", "data", "sh_type", "flags", "align")
+
+    def __init__(self, name: str, data: bytes | memoryview, sh_type: int = SHT_PROGBITS, flags: int = SHF_EXCLUDE,
+                 align: int = 1) -> None:
+        self.name = name
+        self.data = data
+        self.sh_type = sh_type
+        self.flags = flags
+        self.align = align
 
 
 class ElfType(str):
@@ -491,24 +503,29 @@ def elf_word(e_type: int) -> str:
 # Writing
 # ---------------------------------------------------------------------------------------------
 
-@dataclass
-class _OutSection:
+class _OutSection(Record):
     """A section of the output: its header fields and where its contents come from."""
 
-    name_offset: int
-    sh_type: int
-    flags: int
-    addr: int
-    link: int
-    info: int
-    align: int
-    entsize: int
-    data: bytes | memoryview
-    size: int           # sh_size (for NOBITS not the data length)
-    order: tuple        # file-layout sort key
-    orig_offset: int | None = None  # where an existing section's bytes are in the input
-    orig_data: object = None        # the input slice, to tell whether the contents were rewritten
-    name: str = ""                  # for messages
+    __slots__ = ("name_offset", "sh_type", "flags", "addr", "link", "info", "align", "entsize", "data", "size",
+                 "order", "orig_offset", "orig_data", "name")
+
+    def __init__(self, name_offset: int, sh_type: int, flags: int, addr: int, link: int, info: int, align: int,
+                 entsize: int, data: bytes | memoryview, size: int, order: tuple, orig_offset: int | None = None,
+                 orig_data: object = None, name: str = "") -> None:
+        self.name_offset = name_offset
+        self.sh_type = sh_type
+        self.flags = flags
+        self.addr = addr
+        self.link = link
+        self.info = info
+        self.align = align
+        self.entsize = entsize
+        self.data = data
+        self.size = size  # sh_size (for NOBITS not the data length)
+        self.order = order  # file-layout sort key
+        self.orig_offset = orig_offset  # where an existing section's bytes are in the input
+        self.orig_data = orig_data  # the input slice, to tell whether the contents were rewritten
+        self.name = name  # for messages
 
 
 def _pad_align(sec: _OutSection, word: int) -> int:
@@ -1075,7 +1092,6 @@ def _rewrite_addrsig(s: ElfSection, smap: dict[int, int]) -> bytes:
         if sym in smap:
             out += _enc_uleb(smap[sym])
     return bytes(out)
-
 
 
 # ---------------------------------------------------------------------------------------------

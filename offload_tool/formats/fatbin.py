@@ -47,13 +47,13 @@ from __future__ import annotations
 
 import functools
 import io
-from dataclasses import dataclass, field
 
 from .. import budget
 from ..errors import FatbinError
 from ..fileio import byte_view
 from .layout import Layout
 from .kinds import FATBIN_MAGIC, FileKind, Format
+from ..records import Record
 
 __all__ = [
     "FATBIN_MAGIC", "FatbinEntry", "Fatbin", "is_fatbin", "read_fatbin", "read_fatbins", "write_fatbin",
@@ -101,27 +101,34 @@ def _align8(n: int) -> int:
     return (n + 7) & ~7
 
 
-@dataclass
-class FatbinEntry:
+class FatbinEntry(Record):
     """One image in a fat binary: a SASS cubin (kind ELF) or PTX text for one SM.
 
     `payload` is the stored payload (padded; compressed if `compressed`), a slice of the input
     where possible.  `offset` is the entry header's offset in the buffer read."""
 
-    kind: int
-    sm: int
-    flags: int
-    payload: bytes | memoryview
-    compressed_size: int = 0
-    uncompressed_size: int = 0
-    minor: int = 0
-    major: int = 0
-    name: bytes = b""
-    options: bytes | None = None
-    format_version: int = ENTRY_FORMAT_VERSION
-    reserved: int = 0
-    header_size: int = 0
-    offset: int = field(default=0, compare=False)
+    __slots__ = ("kind", "sm", "flags", "payload", "compressed_size", "uncompressed_size", "minor", "major", "name",
+                 "options", "format_version", "reserved", "header_size", "offset")
+    _uncompared = frozenset({'offset'})
+
+    def __init__(self, kind: int, sm: int, flags: int, payload: bytes | memoryview, compressed_size: int = 0,
+                 uncompressed_size: int = 0, minor: int = 0, major: int = 0, name: bytes = b"",
+                 options: bytes | None = None, format_version: int = ENTRY_FORMAT_VERSION, reserved: int = 0,
+                 header_size: int = 0, offset: int = 0) -> None:
+        self.kind = kind
+        self.sm = sm
+        self.flags = flags
+        self.payload = payload
+        self.compressed_size = compressed_size
+        self.uncompressed_size = uncompressed_size
+        self.minor = minor
+        self.major = major
+        self.name = name
+        self.options = options
+        self.format_version = format_version
+        self.reserved = reserved
+        self.header_size = header_size
+        self.offset = offset
 
     @property
     def kind_name(self) -> str:
@@ -225,15 +232,19 @@ class FatbinEntry:
         return where, self.payload[: self.compressed_size]
 
 
-@dataclass
-class Fatbin:
+class Fatbin(Record):
     """One fat binary: its header fields and entries (`offset`: where it starts in the buffer)."""
 
-    entries: list[FatbinEntry]
-    version: int = FATBIN_VERSION
-    header_size: int = HEADER.size
-    fat_size: int = 0
-    offset: int = field(default=0, compare=False)
+    __slots__ = ("entries", "version", "header_size", "fat_size", "offset")
+    _uncompared = frozenset({'offset'})
+
+    def __init__(self, entries: list[FatbinEntry], version: int = FATBIN_VERSION, header_size: int = HEADER.size,
+                 fat_size: int = 0, offset: int = 0) -> None:
+        self.entries = entries
+        self.version = version
+        self.header_size = header_size
+        self.fat_size = fat_size
+        self.offset = offset
 
 
 def is_fatbin(buf) -> bool:

@@ -10,8 +10,10 @@ leading bytes."""
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
-from typing import Callable, Iterable, NamedTuple
+from collections import namedtuple
+from collections.abc import Callable, Iterable
+
+from ..records import FrozenRecord
 
 __all__ = ["FileKind", "Format", "OffloadBinariesAt", "FORMATS", "COFF_MACHINES", "TEXT_BUNDLE_COMMENTS",
            "TEXT_BUNDLE_START", "ELF_MAGIC", "AR_MAGIC", "THIN_AR_MAGIC", "OFFLOAD_BINARY_MAGIC", "BC_MAGIC",
@@ -61,21 +63,18 @@ TEXT_BUNDLE_COMMENTS = (b"//", b";", b"#")
 TEXT_BUNDLE_START = b" " + BUNDLE_MAGIC + b"__START__ "
 
 
-class OffloadBinariesAt(NamedTuple):
+class OffloadBinariesAt(namedtuple("OffloadBinariesAt", ("section", "key", "data", "where"))):
     """Bytes of a file that hold OffloadBinaries back to back, as a format's `offload_binaries`
-    names them for `extract`.  `section` names them in image paths (`file:section[i]`; None: the
-    images are numbered after the file itself, `file[i]`); `key` is the same for two places that
-    are the same bytes (parsed once), None when no other place can name them; `where` prefixes
-    errors about them and names their budget charges."""
+    names them for `extract`.  `section` (str or None) names them in image paths
+    (`file:section[i]`; None: the images are numbered after the file itself, `file[i]`); `key`
+    is the same for two places that are the same bytes (parsed once), None when no other place
+    can name them; `data` holds the bytes; `where` (str) prefixes errors about them and names
+    their budget charges."""
 
-    section: str | None
-    key: object
-    data: object
-    where: str
+    __slots__ = ()
 
 
-@dataclass(frozen=True, eq=False)
-class Format:
+class Format(FrozenRecord):
     """What one format module declares about one kind of file, in its `FORMATS` tuple.
 
     Recognising it (`magic.identify`): `magics`, leading bytes that say it is this kind (the
@@ -98,15 +97,28 @@ class Format:
     one stops the search there, as in LLVM), `members` is searched member by member, and
     `no_images` says why a file of this kind yielded none."""
 
-    kind: enum.Enum
-    magics: tuple[bytes, ...] = ()
-    recognise: Callable[[bytes, object], bool] | None = None
-    container: str | None = None
-    inspect: Callable[..., None] | None = None
-    members: Callable[[object, str], Iterable[tuple[str, object]]] | None = None
-    extract: str | None = None
-    offload_binaries: Callable[[object, str], Iterable[OffloadBinariesAt]] | None = None
-    no_images: str | None = None
+    __slots__ = ("kind", "magics", "recognise", "container", "inspect", "members", "extract", "offload_binaries",
+                 "no_images")
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+    def __init__(self, kind: enum.Enum, magics: tuple[bytes, ...] = (),
+                 recognise: Callable[[bytes, object], bool] | None = None, container: str | None = None,
+                 inspect: Callable[..., None] | None = None,
+                 members: Callable[[object, str], Iterable[tuple[str, object]]] | None = None,
+                 extract: str | None = None,
+                 offload_binaries: Callable[[object, str], Iterable[OffloadBinariesAt]] | None = None,
+                 no_images: str | None = None) -> None:
+        self._set("kind", kind)
+        self._set("magics", magics)
+        self._set("recognise", recognise)
+        self._set("container", container)
+        self._set("inspect", inspect)
+        self._set("members", members)
+        self._set("extract", extract)
+        self._set("offload_binaries", offload_binaries)
+        self._set("no_images", no_images)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         if self.container and (self.inspect is None) == (self.members is None):

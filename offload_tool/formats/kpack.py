@@ -32,14 +32,13 @@ Every offset, size, count and ordinal is checked before use, TOC entries are cha
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from .. import budget
 from ..errors import KpackError, MessagePackError
 from ..fileio import byte_view
 from .layout import Layout, field_error
 from .kinds import KPACK_MAGIC, FileKind, Format
 from .msgpack import read_msgpack
+from ..records import Record
 
 __all__ = ["KpackError", "KPACK_MAGIC", "KPACK_VERSION", "KPACK_HEADER", "BLOB_ALIGNMENT", "ZSTD_COUNT",
            "ZSTD_FRAME_SIZE", "HIPF_MAGIC", "HIPK_MAGIC", "FAT_BINARY_WRAPPER", "KPACK_REF_SECTION",
@@ -67,55 +66,66 @@ AMDGCN_TRIPLE = "amdgcn-amd-amdhsa"
 _SCHEMES = ("none", "zstd-per-kernel")
 
 
-@dataclass
-class KpackKernel:
+class KpackKernel(Record):
     """One code object in a kpack archive: `binary` is the TOC's binary key (`path#index`).
     `offset`/`size` locate the stored bytes (a zstd frame when `compressed`)."""
 
-    binary: str
-    arch: str
-    type: str
-    ordinal: int
-    original_size: int | None
-    offset: int
-    size: int
-    compressed: bool
-    metadata: object = None
+    __slots__ = ("binary", "arch", "type", "ordinal", "original_size", "offset", "size", "compressed", "metadata")
+
+    def __init__(self, binary: str, arch: str, type: str, ordinal: int, original_size: int | None, offset: int,
+                 size: int, compressed: bool, metadata: object = None) -> None:
+        self.binary = binary
+        self.arch = arch
+        self.type = type
+        self.ordinal = ordinal
+        self.original_size = original_size
+        self.offset = offset
+        self.size = size
+        self.compressed = compressed
+        self.metadata = metadata
 
 
-@dataclass
-class KpackArchive:
-    version: int
-    toc_offset: int
-    format_version: object
-    group_name: str
-    gfx_arch_family: str
-    gfx_arches: list[str]
-    compression_scheme: str
-    kernels: list[KpackKernel] = field(default_factory=list)
+class KpackArchive(Record):
+    __slots__ = ("version", "toc_offset", "format_version", "group_name", "gfx_arch_family", "gfx_arches",
+                 "compression_scheme", "kernels")
+
+    def __init__(self, version: int, toc_offset: int, format_version: object, group_name: str, gfx_arch_family: str,
+                 gfx_arches: list[str], compression_scheme: str, kernels: list[KpackKernel] | None = None) -> None:
+        self.version = version
+        self.toc_offset = toc_offset
+        self.format_version = format_version
+        self.group_name = group_name
+        self.gfx_arch_family = gfx_arch_family
+        self.gfx_arches = gfx_arches
+        self.compression_scheme = compression_scheme
+        self.kernels = list() if kernels is None else kernels
 
 
-@dataclass
-class KpackWrapper:
+class KpackWrapper(Record):
     """One `__CudaFatBinaryWrapper` of `.hipFatBinSegment` (`co_index` is its `reserved1`)."""
 
-    index: int
-    magic: int
-    version: int
-    binary: int
-    co_index: int
+    __slots__ = ("index", "magic", "version", "binary", "co_index")
+
+    def __init__(self, index: int, magic: int, version: int, binary: int, co_index: int) -> None:
+        self.index = index
+        self.magic = magic
+        self.version = version
+        self.binary = binary
+        self.co_index = co_index
 
     @property
     def is_kpack(self) -> bool:
         return self.magic == HIPK_MAGIC
 
 
-@dataclass
-class KpackRef:
+class KpackRef(Record):
     """The `.rocm_kpack_ref` marker of a split host binary."""
 
-    kernel_name: str
-    search_paths: list[str]
+    __slots__ = ("kernel_name", "search_paths")
+
+    def __init__(self, kernel_name: str, search_paths: list[str]) -> None:
+        self.kernel_name = kernel_name
+        self.search_paths = search_paths
 
 
 def _str(value, what: str, where: str) -> str:

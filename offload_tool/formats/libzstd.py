@@ -11,7 +11,10 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 from functools import lru_cache
-from typing import BinaryIO
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 __all__ = ["open_compressor", "Compressor"]
 

@@ -22,11 +22,15 @@ raises `BundleFormatError` rather than silently falling back to another format.
 
 from __future__ import annotations
 
-from typing import BinaryIO, Sequence
+from collections.abc import Sequence
 
 from . import elf
 from ..errors import BundleFormatError
 from .kinds import BUNDLE_MAGIC
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 __all__ = ["OFFLOAD_BUNDLE_MAGIC", "HOST_MARKER", "is_bundle_section_name", "bundle_entry_id_of",
            "read_object_bundle", "object_bundle_ids", "write_object_bundle", "strip_bundle_sections", "bundle_section_name"]

@@ -9,7 +9,7 @@ ambiguous instead of guessing."""
 
 from __future__ import annotations
 
-from typing import BinaryIO, Mapping
+from collections.abc import Mapping
 
 from ..rules.string_table import string_table
 from .. import budget
@@ -25,6 +25,10 @@ from .offload_binary_common import (ALIGNMENT, DEFAULT_LLVM_VERSION, ENTRY, IMAG
                                     image_kind_value, image_nbytes, kinds_for, nul_ends, objdump_image_kind_name,
                                     offload_kind_name, offload_kind_value)
 from .offload_binary_v2 import read_offload_binary_v2
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 __all__ = [
     "MAGIC", "VERSION", "ALIGNMENT", "OFFLOADING_SECTION", "HEADER", "ENTRY", "STRING_ENTRY",

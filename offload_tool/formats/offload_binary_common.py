@@ -9,11 +9,10 @@ writes them (`encode`), the entry fields' range checks (`check_entry_fields`).""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from ..errors import OffloadBinaryError
 from .layout import Layout
 from .kinds import OFFLOAD_BINARY_MAGIC
+from ..records import Record
 
 __all__ = [
     "MAGIC", "VERSION", "ALIGNMENT", "ENTRY", "IMAGE_KINDS", "IMG_NONE", "IMG_OBJECT", "IMG_BITCODE", "IMG_CUBIN",
@@ -102,24 +101,30 @@ def objdump_image_kind_name(value: int) -> str:
     return _OBJDUMP_IMAGE_NAMES.get(value, "<none>")
 
 
-@dataclass
-class OffloadImage:
+class OffloadImage(Record):
     """One OffloadBinary entry: kinds, flags, string metadata (in string-entry order) and the image.
 
     `llvm_version` is the LLVM whose producer numbering applies (None: unknown; see
     `offload_kind_name`).  `offset`/`size` locate the binary in the buffer it was read from."""
 
-    image_kind: int
-    offload_kind: int
-    flags: int
-    strings: dict[str, str]
-    image: bytes | memoryview
-    llvm_version: int | None = None
-    offset: int = field(default=0, compare=False)
-    size: int = field(default=0, compare=False)
-    #: The binary's header Version (1 or 2) and this entry's index in it (version 2 holds several).
-    version: int = field(default=VERSION, compare=False)
-    index: int = field(default=0, compare=False)
+    __slots__ = ("image_kind", "offload_kind", "flags", "strings", "image", "llvm_version", "offset", "size",
+                 "version", "index")
+    _uncompared = frozenset({'offset', 'size', 'version', 'index'})
+
+    def __init__(self, image_kind: int, offload_kind: int, flags: int, strings: dict[str, str],
+                 image: bytes | memoryview, llvm_version: int | None = None, offset: int = 0, size: int = 0,
+                 version: int = VERSION, index: int = 0) -> None:
+        self.image_kind = image_kind
+        self.offload_kind = offload_kind
+        self.flags = flags
+        self.strings = strings
+        self.image = image
+        self.llvm_version = llvm_version
+        self.offset = offset
+        self.size = size
+        #: The binary's header Version (1 or 2) and this entry's index in it (version 2 holds several).
+        self.version = version
+        self.index = index
 
     @property
     def triple(self) -> str:

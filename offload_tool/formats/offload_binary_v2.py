@@ -22,7 +22,7 @@ read with that numbering unless the caller names a release."""
 
 from __future__ import annotations
 
-from typing import BinaryIO, Sequence
+from collections.abc import Sequence
 
 from .. import budget
 from ..errors import OffloadBinaryError
@@ -31,6 +31,10 @@ from .layout import Layout, field_error
 from ..rules.string_table import string_table
 from .offload_binary_common import (ENTRY, MAGIC, OffloadImage, align, check_entry_fields, encode, image_nbytes,
                                     nul_ends)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 __all__ = ["VERSION_2", "HEADER_V2", "STRING_ENTRY_V2", "V2_LLVM_VERSION", "read_offload_binary_v2",
            "write_offload_binary_v2", "write_offload_binary_v2_to"]

@@ -17,28 +17,33 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from .. import budget
 from ..formats.bundle import BundleEntry
 from ..errors import BundleError, UsageError
 from ..fileio import open_input, open_input_file
+from ..records import Record
 from .bundler_handlers import WHOLE_INPUT, check_type, create_file_handler, open_bundle
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # ccob (hashlib, zlib) is imported only when a bundle is compressed
     from ..formats.ccob import CompressionInfo
 
 __all__ = ["Bundle", "BundlerConfig", "bundle", "unbundle", "list_bundle_ids", "read_bundle",
            "bundler_config", "plan_unbundle"]
 
-@dataclass
-class Bundle:
-    """A bundle read into plain data. `entries` are in file order; payloads are slices of the input."""
+class Bundle(Record):
+    """A bundle read into plain data. `entries` are in file order; payloads are slices of the input.
+    `kind` is the handler's (`bundler_handlers`): "binary", "text" or "object"."""
 
-    kind: str  # "binary" | "text" | "object": the handler's `kind` (`bundler_handlers`)
-    entries: list[BundleEntry] = field(default_factory=list)
-    compression: "CompressionInfo | None" = None
+    __slots__ = ("kind", "entries", "compression")
+
+    def __init__(self, kind: str, entries: list[BundleEntry] | None = None,
+                 compression: CompressionInfo | None = None) -> None:
+        self.kind = kind
+        self.entries = [] if entries is None else entries
+        self.compression = compression
 
     @property
     def ids(self) -> list[str]:
@@ -53,16 +58,24 @@ class Bundle:
         return found
 
 
-@dataclass
-class BundlerConfig:
+def _write_stderr(text: str) -> None:
+    sys.stderr.write(text)
+
+
+class BundlerConfig(Record):
     """`OffloadBundlerConfig`: the settings the environment can change."""
 
-    verbose: bool = False
-    compress: bool = False
-    compression_level: int | None = None
-    compression_method: str = "zstd"
-    format_version: int = 2
-    log: Callable[[str], None] = field(default=lambda s: sys.stderr.write(s))
+    __slots__ = ("verbose", "compress", "compression_level", "compression_method", "format_version", "log")
+
+    def __init__(self, verbose: bool = False, compress: bool = False, compression_level: int | None = None,
+                 compression_method: str = "zstd", format_version: int = 2,
+                 log: Callable[[str], None] = _write_stderr) -> None:
+        self.verbose = verbose
+        self.compress = compress
+        self.compression_level = compression_level
+        self.compression_method = compression_method
+        self.format_version = format_version
+        self.log = log
 
 
 def bundler_config(*, verbose: bool | None = None, compress: bool | str | None = None,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
 
 from ..errors import BundleFormatError, CompressionError, ElfError, OffloadError, UsageError
 from ..fileio import atomic_output, output_transaction
@@ -32,6 +32,7 @@ from ..formats.bundle import (BINARY_TYPES, TEXT_COMMENTS, BundleEntry, binary_b
                               read_text_bundle, stringmap_entries, text_bundle_type)
 from ..formats.kinds import CCOB_MAGIC, FileKind
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # ccob (hashlib, zlib) is imported only when a bundle is compressed
     from ..formats.ccob import CompressionInfo, Decompression
 

@@ -18,7 +18,6 @@ copied unchanged. The output is written only when every member converted, atomic
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass, field
 
 from ..errors import ArchiveError, BundleError, OffloadBinaryError, UsageError
 from ..fileio import atomic_output, open_input
@@ -30,6 +29,7 @@ from ..formats.offload_binary import (DEFAULT_LLVM_VERSION, IMG_BITCODE, IMG_NON
                                       write_offload_binary)
 from ..rules.triple import split_triple4
 from .embed import embed_offload_package
+from ..records import Record
 
 __all__ = ["MemberConversion", "convert_archive", "infer_direction", "DIRECTIONS"]
 
@@ -41,13 +41,15 @@ _HOST_TRIPLE_OF_MACHINE = {"EM_X86_64": "x86_64-unknown-linux-gnu", "EM_AARCH64"
                            "EM_PPC64": "powerpc64le-unknown-linux-gnu", "EM_RISCV": "riscv64-unknown-linux-gnu"}
 
 
-@dataclass
-class MemberConversion:
+class MemberConversion(Record):
     """What became of one archive member: its name, and the device entry IDs (old world) or
     `producer triple arch` images (new world) it now carries; none when it was copied as is."""
 
-    name: str
-    entries: list[str] = field(default_factory=list)
+    __slots__ = ("name", "entries")
+
+    def __init__(self, name: str, entries: list[str] | None = None) -> None:
+        self.name = name
+        self.entries = list() if entries is None else entries
 
 
 def _triple_text(four: str) -> str:

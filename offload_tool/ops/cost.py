@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
 
 from ..errors import OffloadError, ReportError, UsageError
 from ..rules import offload_arch
+from ..records import Record
 
 __all__ = ["SCHEMA", "Estimate", "SlotEstimate", "load_report", "validate_report", "estimate_added_arch",
            "estimate_for_vendor", "vendor_of"]
@@ -35,36 +35,43 @@ SCHEMA = "offload-build-report/1"
 _VENDOR_WORDS = {"amd": "AMD", "nvidia": "NVIDIA"}
 
 
-
-@dataclass
-class SlotEstimate:
+class SlotEstimate(Record):
     """One action the new arch adds (or one that grows)."""
 
-    kind: str
-    slot: str
-    wall_s: float
-    cpu_s: float | None
-    based_on: list[str]
-    grows: bool = False  # an existing multi-arch action that takes one more arch
+    __slots__ = ("kind", "slot", "wall_s", "cpu_s", "based_on", "grows")
+
+    def __init__(self, kind: str, slot: str, wall_s: float, cpu_s: float | None, based_on: list[str],
+                 grows: bool = False) -> None:
+        self.kind = kind
+        self.slot = slot
+        self.wall_s = wall_s
+        self.cpu_s = cpu_s
+        self.based_on = based_on
+        self.grows = grows  # an existing multi-arch action that takes one more arch
 
 
-@dataclass
-class Estimate:
-    arch: str
-    vendor: str
-    reference_archs: list[str]
-    actions: list[SlotEstimate]
-    wall_s: float
-    cpu_s: float | None
-    wall_range: tuple[float, float]
-    jobs: int
-    binaries: dict[str, dict] = field(default_factory=dict)  # path -> {bytes, file_bytes, based_on}
-    unmeasured: int = 0  # slots whose every recording was a cache hit
-    method: str = ""
+class Estimate(Record):
+    __slots__ = ("arch", "vendor", "reference_archs", "actions", "wall_s", "cpu_s", "wall_range", "jobs", "binaries",
+                 "unmeasured", "method")
+
+    def __init__(self, arch: str, vendor: str, reference_archs: list[str], actions: list[SlotEstimate],
+                 wall_s: float, cpu_s: float | None, wall_range: tuple[float, float], jobs: int,
+                 binaries: dict[str, dict] | None = None, unmeasured: int = 0, method: str = "") -> None:
+        self.arch = arch
+        self.vendor = vendor
+        self.reference_archs = reference_archs
+        self.actions = actions
+        self.wall_s = wall_s
+        self.cpu_s = cpu_s
+        self.wall_range = wall_range
+        self.jobs = jobs
+        self.binaries = dict() if binaries is None else binaries  # path -> {bytes, file_bytes, based_on}
+        self.unmeasured = unmeasured  # slots whose every recording was a cache hit
+        self.method = method
 
     def to_dict(self) -> dict:
         return {"arch": self.arch, "vendor": self.vendor, "reference_archs": self.reference_archs,
-                "actions": [vars(a) for a in self.actions], "wall_s": self.wall_s, "cpu_s": self.cpu_s,
+                "actions": [a._asdict() for a in self.actions], "wall_s": self.wall_s, "cpu_s": self.cpu_s,
                 "wall_range_s": list(self.wall_range), "jobs": self.jobs,
                 "wall_at_jobs_s": self.wall_s / max(1, self.jobs), "binaries": self.binaries,
                 "unmeasured_actions": self.unmeasured, "method": self.method}

@@ -22,11 +22,15 @@ import os
 import secrets
 import shutil
 import sys
-from dataclasses import dataclass, field
-from typing import Mapping, Sequence, TextIO
+from collections.abc import Mapping, Sequence
 
 from ..errors import OffloadError
 from ..formats.objbundle import bundle_section_name
+from ..records import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TextIO
 
 __all__ = ["DryRun", "find_objcopy", "command_line", "temporary_name"]
 
@@ -55,13 +59,15 @@ def command_line(args: Sequence[str]) -> str:
     return " ".join(f'"{a}"' for a in args) + "\n"
 
 
-@dataclass
-class DryRun:
+class DryRun(Record):
     """What `-###` needs: the name the bundler was invoked by, where to print, the environment."""
 
-    argv0: str
-    stream: TextIO = field(default_factory=lambda: sys.stderr)
-    env: Mapping[str, str] = field(default_factory=lambda: os.environ)
+    __slots__ = ("argv0", "stream", "env")
+
+    def __init__(self, argv0: str, stream: TextIO | None = None, env: Mapping[str, str] | None = None) -> None:
+        self.argv0 = argv0
+        self.stream = sys.stderr if stream is None else stream
+        self.env = os.environ if env is None else env
 
     def add_sections(self, ids: Sequence[str], inputs: Sequence[str], host_index: int, output: str) -> None:
         """The objcopy call that bundles `inputs` (one per bundle entry ID) into the host object."""

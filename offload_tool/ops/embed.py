@@ -8,11 +8,14 @@ re-embedded without recompiling the host code.  The section matches clang's: typ
 from __future__ import annotations
 
 from contextlib import ExitStack
-from typing import BinaryIO
 
 from ..errors import ElfError, OffloadBinaryError, UsageError
 from ..fileio import atomic_output, open_input
 from ..formats.offload_binary import OFFLOADING_SECTION, read_offload_binaries
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 __all__ = ["embed_offload_package", "embed_files", "OFFLOADING_SECTION", "SECTION_ALIGN"]
 

@@ -15,13 +15,12 @@ its `depth` budget (`offload_tool.budget`), so work stays bounded by what the in
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .. import budget
 from ..errors import OffloadBinaryError
 from ..fileio import byte_view
 from ..formats.magic import Format, identify_format
 from ..formats.offload_binary import OffloadImage, read_offload_binaries
+from ..records import Record
 
 __all__ = ["FoundImage", "find_offload_images", "file_kind", "why_no_images", "MAX_ARCHIVE_DEPTH"]
 
@@ -29,8 +28,7 @@ __all__ = ["FoundImage", "find_offload_images", "file_kind", "why_no_images", "M
 MAX_ARCHIVE_DEPTH = budget.DEFAULT_LIMITS.depth
 
 
-@dataclass
-class FoundImage:
+class FoundImage(Record):
     """An image and where it was found.
 
     `path` names the file, archive member and section, e.g. `lib.a(member.o):.llvm.offloading[0]`
@@ -38,12 +36,16 @@ class FoundImage:
     OffloadBinary file), `elf`, `coff` or `bitcode`.  `member` is the innermost archive member name (the
     buffer identifier LLVM gives the image: the input path, or the archive child's name)."""
 
-    path: str
-    container: str
-    image: OffloadImage
-    section: str | None
-    member: str | None = None
-    index: int = 0
+    __slots__ = ("path", "container", "image", "section", "member", "index")
+
+    def __init__(self, path: str, container: str, image: OffloadImage, section: str | None,
+                 member: str | None = None, index: int = 0) -> None:
+        self.path = path
+        self.container = container
+        self.image = image
+        self.section = section
+        self.member = member
+        self.index = index
 
 
 def file_kind(buf) -> str:

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import ctypes
 import itertools
-from dataclasses import dataclass, field
 
 from .. import budget
 from ..formats import fatbin as _fatbin
@@ -49,6 +48,7 @@ from ..errors import OffloadError
 from ..fileio import byte_view
 from ..formats.magic import FileKind, Format, format_of_kind, identify, identify_format
 from ..formats.offload_binary import OffloadImage, objdump_image_kind_name, offload_kind_name
+from ..records import Record
 
 __all__ = ["DeviceImage", "inspect_buffer", "inspect_file", "MAX_DEPTH", "size_summary",
            "AMBIGUOUS_PRODUCER", "AMBIGUOUS_PRODUCER_NOTE"]
@@ -70,8 +70,7 @@ _IMAGE_KIND_WORDS = {FileKind.ELF: "elf", FileKind.BITCODE: "llvm ir", FileKind.
                      FileKind.OFFLOAD_BINARY: "offload-binary"}
 
 
-@dataclass
-class DeviceImage:
+class DeviceImage(Record):
     """One device image and where it was found.
 
     `path` names the file, then `(member)` for archive members, `:section` for ELF sections and
@@ -83,20 +82,28 @@ class DeviceImage:
     was not (`to_dict` then leaves the field out); a hashed scan's `same_as` row has "" (it has
     no bytes of its own)."""
 
-    path: str
-    container: str
-    producer: str
-    triple: str
-    arch: str
-    image_kind: str
-    size: int
-    compressed: bool
-    sha256: str | None
-    wrappers: list[str] = field(default_factory=list)
-    file: str = ""
-    producer_note: str | None = None
-    details: dict = field(default_factory=dict)
-    data: bytes | memoryview = field(default=b"", repr=False, compare=False)
+    __slots__ = ("path", "container", "producer", "triple", "arch", "image_kind", "size", "compressed", "sha256",
+                 "wrappers", "file", "producer_note", "details", "data")
+    _uncompared = frozenset({'data'})
+
+    def __init__(self, path: str, container: str, producer: str, triple: str, arch: str, image_kind: str, size: int,
+                 compressed: bool, sha256: str | None, wrappers: list[str] | None = None, file: str = "",
+                 producer_note: str | None = None, details: dict | None = None,
+                 data: bytes | memoryview = b"") -> None:
+        self.path = path
+        self.container = container
+        self.producer = producer
+        self.triple = triple
+        self.arch = arch
+        self.image_kind = image_kind
+        self.size = size
+        self.compressed = compressed
+        self.sha256 = sha256
+        self.wrappers = list() if wrappers is None else wrappers
+        self.file = file
+        self.producer_note = producer_note
+        self.details = dict() if details is None else details
+        self.data = data
 
     def to_dict(self) -> dict:
         d = {
@@ -428,10 +435,12 @@ def _address(view: memoryview) -> int:
         _release_buffer(ctypes.byref(buf))
 
 
-@dataclass
-class _Entry:
-    bundle_entry_id: str
-    data: object
+class _Entry(Record):
+    __slots__ = ("bundle_entry_id", "data")
+
+    def __init__(self, bundle_entry_id: str, data: object) -> None:
+        self.bundle_entry_id = bundle_entry_id
+        self.data = data
 
 
 def with_file_name(exc: OffloadError, name: str) -> OffloadError:

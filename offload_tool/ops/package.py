@@ -9,7 +9,7 @@ the current directory (LLVM would happily write `../../x`); a warning says when 
 from __future__ import annotations
 
 from contextlib import ExitStack
-from typing import TYPE_CHECKING, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from .. import budget
 from ..errors import UsageError
@@ -21,6 +21,7 @@ from ..rules import llvm_path
 from ..rules.densemap import DenseMap
 from ..printable import printable
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # extract (ELF, COFF, bitcode readers) is imported only when unbundling
     from .extract import FoundImage
 

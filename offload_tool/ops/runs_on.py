@@ -47,10 +47,10 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass, field
 
 from ..errors import UsageError
 from ..rules import offload_arch, openmp_runtime
+from ..records import FrozenRecord, Record
 
 __all__ = ["Gpu", "Code", "Verdict", "parse_gpu", "code_of", "nvidia_runs", "amd_runs", "runs_on",
            "GENERIC_PROCESSORS", "TEGRA_SMS"]
@@ -76,27 +76,32 @@ _FEATURES = ("sramecc", "xnack")
 _FEATURE_WORDS = {"xnack": "XNACK", "sramecc": "SRAMECC"}
 
 
-@dataclass(frozen=True)
-class Gpu:
+class Gpu(FrozenRecord):
     """A GPU named by --runs-on: NVIDIA `sm` (86 for sm_86), or AMD `processor` with the modes
     given (`features`: name -> on), `settable` the modes that processor has."""
 
-    text: str
-    vendor: str
-    sm: int = 0
-    processor: str = ""
-    features: tuple[tuple[str, bool], ...] = ()
-    settable: tuple[str, ...] = ()
+    __slots__ = ("text", "vendor", "sm", "processor", "features", "settable")
+
+    def __init__(self, text: str, vendor: str, sm: int = 0, processor: str = "",
+                 features: tuple[tuple[str, bool], ...] = (), settable: tuple[str, ...] = ()) -> None:
+        self._set("text", text)
+        self._set("vendor", vendor)
+        self._set("sm", sm)
+        self._set("processor", processor)
+        self._set("features", features)
+        self._set("settable", settable)
 
 
-@dataclass(frozen=True)
-class Code:
+class Code(FrozenRecord):
     """One device image as --runs-on sees it: `form` is 'sass', 'ptx' or 'ir' (NVIDIA), 'code'
     or 'ir' (AMD), 'spirv' (amdgcnspirv); `arch` is `sm_90a` / a target ID `gfx90a:xnack+`."""
 
-    vendor: str
-    form: str
-    arch: str
+    __slots__ = ("vendor", "form", "arch")
+
+    def __init__(self, vendor: str, form: str, arch: str) -> None:
+        self._set("vendor", vendor)
+        self._set("form", form)
+        self._set("arch", arch)
 
     @property
     def label(self) -> str:
@@ -109,15 +114,17 @@ class Code:
         return ("LLVM IR " if self.form == "ir" else "") + self.arch
 
 
-@dataclass
-class Verdict:
+class Verdict(Record):
     """The answer for one (binary, GPU): `ok` only for an unconditional yes; `line` is what is
     printed after 'BINARY: GPU: '."""
 
-    gpu: Gpu
-    ok: bool
-    line: str
-    ways: list[str] = field(default_factory=list)
+    __slots__ = ("gpu", "ok", "line", "ways")
+
+    def __init__(self, gpu: Gpu, ok: bool, line: str, ways: list[str] | None = None) -> None:
+        self.gpu = gpu
+        self.ok = ok
+        self.line = line
+        self.ways = list() if ways is None else ways
 
 
 # --------------------------------------------------------------------------------------------

@@ -64,7 +64,6 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field
 
 from .. import budget
 from ..rules import offload_arch, openmp_runtime
@@ -75,6 +74,7 @@ from ..formats.layout import Layout
 from ..errors import ElfError, OffloadError, UsageError
 from .inspector import DeviceImage, inspect_buffer, with_file_name
 from ..formats.magic import FileKind, identify
+from ..records import FrozenRecord, Record
 
 __all__ = ["VerifyResult", "HostEntry", "verify_buffer", "verify_file", "host_offload_entries",
            "device_symbol_names", "image_has_symbol", "arch_satisfied", "OMP_ENTRY_PREFIX", "ENTRY_SECTIONS", "EntryTable",
@@ -83,16 +83,19 @@ __all__ = ["VerifyResult", "HostEntry", "verify_buffer", "verify_file", "host_of
 OMP_ENTRY_PREFIX = "__omp_offloading_"
 
 
-@dataclass(frozen=True)
-class EntryTable:
+class EntryTable(FrozenRecord):
     """The host offload entries of one section, declared as LLVM declares the struct (`fields`:
     name and struct code, `P` for a pointer or `size_t`): which field points at the entry's name
     and which holds its offload kind (1 = OpenMP), where there is one."""
 
-    struct: str
-    fields: tuple[tuple[str, str], ...]
-    name_field: str
-    kind_field: str | None = None
+    __slots__ = ("struct", "fields", "name_field", "kind_field")
+
+    def __init__(self, struct: str, fields: tuple[tuple[str, str], ...], name_field: str,
+                 kind_field: str | None = None) -> None:
+        self._set("struct", struct)
+        self._set("fields", fields)
+        self._set("name_field", name_field)
+        self._set("kind_field", kind_field)
 
     def layout(self, pointer: int, byte_order: str) -> Layout:
         """The entry's layout on a host of `pointer`-byte pointers: packed, as LLVM lays the
@@ -126,27 +129,35 @@ _SHT_SYMTAB, _SHT_RELA, _SHT_REL, _SHT_NOBITS, _SHT_DYNSYM = "SHT_SYMTAB", "SHT_
 _RELATIVE = {62: 8, 183: 1027, 3: 8, 40: 23, 243: 3, 21: 22}  # e_machine -> R_*_RELATIVE
 
 
-@dataclass
-class HostEntry:
+class HostEntry(Record):
     """One host offload entry: its name and where it was read (`section`, byte `offset` in it)."""
 
-    name: str
-    section: str
-    offset: int
+    __slots__ = ("name", "section", "offset")
+
+    def __init__(self, name: str, section: str, offset: int) -> None:
+        self.name = name
+        self.section = section
+        self.offset = offset
 
 
-@dataclass
-class VerifyResult:
+class VerifyResult(Record):
     """What `verify` found: `problems` is empty when everything holds."""
 
-    path: str
-    images: list[DeviceImage]
-    missing_archs: list[str] = field(default_factory=list)
-    missing_entries: list[tuple[str, str]] = field(default_factory=list)  # (entry name, image path)
-    entries_checked: int = 0
-    notes: list[str] = field(default_factory=list)
-    runs_on: list = field(default_factory=list)  # runs_on.Verdict per --runs-on GPU
-    damaged: list[tuple[str, str]] = field(default_factory=list)  # (image path, what is wrong)
+    __slots__ = ("path", "images", "missing_archs", "missing_entries", "entries_checked", "notes", "runs_on",
+                 "damaged")
+
+    def __init__(self, path: str, images: list[DeviceImage], missing_archs: list[str] | None = None,
+                 missing_entries: list[tuple[str, str]] | None = None, entries_checked: int = 0,
+                 notes: list[str] | None = None, runs_on: list | None = None,
+                 damaged: list[tuple[str, str]] | None = None) -> None:
+        self.path = path
+        self.images = images
+        self.missing_archs = list() if missing_archs is None else missing_archs
+        self.missing_entries = list() if missing_entries is None else missing_entries  # (entry name, image path)
+        self.entries_checked = entries_checked
+        self.notes = list() if notes is None else notes
+        self.runs_on = list() if runs_on is None else runs_on  # runs_on.Verdict per --runs-on GPU
+        self.damaged = list() if damaged is None else damaged  # (image path, what is wrong)
 
     @property
     def ok(self) -> bool:

@@ -17,13 +17,13 @@ Two readings are provided:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable
+from collections.abc import Iterable
 
 from ..errors import BundleError, TargetIDError, UsageError
 from .target_id import TargetID, _amdgcn_names, _string_to_offload_arch, conflicting_target_ids, parse_target_id
 from .triple import is_compatible_with, is_valid_arch, normalize, parse_triple, split_triple4
+from ..records import FrozenRecord
 
 __all__ = [
     "OFFLOAD_KINDS", "BundleEntryID", "entry_id", "standard_entry_id", "standardize", "standardize_llvm22", "parse_bundle_entry_id",
@@ -35,13 +35,15 @@ __all__ = [
 OFFLOAD_KINDS = ("host", "openmp", "hip", "hipv4")
 
 
-@dataclass(frozen=True)
-class BundleEntryID:
+class BundleEntryID(FrozenRecord):
     """One bundle entry ID: offload kind, the 4 raw triple fields joined with '-', and the target ID."""
 
-    kind: str
-    triple: str  # e.g. "amdgcn-amd-amdhsa-" (environment empty) or "x86_64-unknown-linux-gnu"
-    target_id: str = ""  # "" when none, e.g. "gfx90a:xnack+" (as written, features not reordered)
+    __slots__ = ("kind", "triple", "target_id")
+
+    def __init__(self, kind: str, triple: str, target_id: str = "") -> None:
+        self._set("kind", kind)
+        self._set("triple", triple)  # e.g. "amdgcn-amd-amdhsa-" (environment empty) or "x86_64-unknown-linux-gnu"
+        self._set("target_id", target_id)  # "" when none, e.g. "gfx90a:xnack+" (as written, features not reordered)
 
     def __str__(self) -> str:
         """LLVM 19's standardized spelling."""

@@ -9,7 +9,11 @@ release builds; `DenseMapInfo<StringRef>::getHashValue` truncates it to 32 bits.
 from __future__ import annotations
 
 import struct
-from typing import Iterable, TypeVar
+from collections.abc import Iterable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TypeVar
 
 __all__ = ["EXECUTION_SEED", "hash_value", "dense_map_hash", "DenseMap", "dense_map_order"]
 
@@ -187,7 +191,8 @@ def dense_map_hash(key: bytes | str) -> int:
     return hash_value(key) & 0xFFFFFFFF
 
 
-K = TypeVar("K")
+if TYPE_CHECKING:
+    K = TypeVar("K")
 
 
 def _next_power_of_2(a: int) -> int:

@@ -25,7 +25,8 @@ first two releases did not)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from ..records import FrozenRecord
 
 __all__ = ["Runtime", "runtime_of", "cuda_elf_abi", "refusal", "CUDA_ELF_ABI_V1", "CUDA_ELF_ABI_V2",
            "FIRST_MAJOR_READING_ABI_V2", "REFUSES"]
@@ -44,13 +45,15 @@ _EI_ABIVERSION = 8
 _RUNTIME_NAME = re.compile(r"libomptarget\.so\.(\d+)(?:\.\d+)*")
 
 
-@dataclass(frozen=True)
-class Runtime:
+class Runtime(FrozenRecord):
     """The OpenMP offload runtime a program loads: its soname as the program names it, and the
     LLVM major version that soname carries."""
 
-    soname: str
-    major: int
+    __slots__ = ("soname", "major")
+
+    def __init__(self, soname: str, major: int) -> None:
+        self._set("soname", soname)
+        self._set("major", major)
 
 
 def runtime_of(needed) -> Runtime | None:

@@ -7,7 +7,7 @@ a leading NUL, so "" is offset 0.  Byte-identical output depends on this exact o
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 __all__ = ["string_table"]
 

@@ -8,7 +8,11 @@ truncated to 32 bits, written here in pure Python (no third-party xxhash allowed
 from __future__ import annotations
 
 import struct
-from typing import Generic, Iterable, Iterator, TypeVar
+from collections.abc import Iterable, Iterator
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Generic, TypeVar
 
 __all__ = ["xxh3_64", "stringmap_hash", "StringMap", "stringmap_order"]
 
@@ -178,10 +182,14 @@ def stringmap_hash(key: str | bytes) -> int:
     return xxh3_64(_key_bytes(key)) & 0xFFFFFFFF
 
 
-V = TypeVar("V")
+if TYPE_CHECKING:
+    V = TypeVar("V")
+    _Values = Generic[V]
+else:  # typing is not imported at run time (start-up cost of every CLI call)
+    _Values = object
 
 
-class StringMap(Generic[V]):
+class StringMap(_Values):
     """An insertion model of `llvm::StringMap`: same bucket layout, so the same iteration order.
 
     Supports what the bundler needs: insert-or-assign, lookup, erase (tombstone) and iteration."""

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable
+from collections.abc import Iterable
 
 from ..errors import TargetIDError
 from .triple import is_amdgpu, parse_triple
+from ..records import FrozenRecord
 
 __all__ = [
     "TargetID", "parse_target_id", "parse_target_id_format", "canonical_processor", "allowed_features",
@@ -118,12 +118,14 @@ def _string_to_offload_arch(name: str, version: str) -> str | None:
 # Target IDs
 
 
-@dataclass(frozen=True)
-class TargetID:
+class TargetID(FrozenRecord):
     """A parsed target ID: canonical processor name and its pinned features, sorted by name."""
 
-    processor: str
-    features: tuple[tuple[str, bool], ...] = ()
+    __slots__ = ("processor", "features")
+
+    def __init__(self, processor: str, features: tuple[tuple[str, bool], ...] = ()) -> None:
+        self._set("processor", processor)
+        self._set("features", features)
 
     @property
     def canonical(self) -> str:

@@ -13,8 +13,9 @@ ARMTargetParser table, and the DXIL shader-model rewrite of `normalize` is not d
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
+
+from ..records import FrozenRecord
 
 __all__ = [
     "KNOWN_ARCHS", "split_triple4", "parse_arch", "is_valid_arch", "normalize", "is_compatible_with",
@@ -237,20 +238,25 @@ def _sub_arch(arch: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class ParsedTriple:
+class ParsedTriple(FrozenRecord):
     """A `Triple(str)` as LLVM parses it: raw fields plus the recognised enum values (None = Unknown)."""
 
-    arch_name: str
-    vendor_name: str
-    os_name: str
-    environment_name: str
-    arch: str | None
-    sub_arch: str | None
-    vendor: str | None
-    os: str | None
-    environment: str | None
-    object_format: str
+    __slots__ = ("arch_name", "vendor_name", "os_name", "environment_name", "arch", "sub_arch", "vendor", "os",
+                 "environment", "object_format")
+
+    def __init__(self, arch_name: str, vendor_name: str, os_name: str, environment_name: str, arch: str | None,
+                 sub_arch: str | None, vendor: str | None, os: str | None, environment: str | None,
+                 object_format: str) -> None:
+        self._set("arch_name", arch_name)
+        self._set("vendor_name", vendor_name)
+        self._set("os_name", os_name)
+        self._set("environment_name", environment_name)
+        self._set("arch", arch)
+        self._set("sub_arch", sub_arch)
+        self._set("vendor", vendor)
+        self._set("os", os)
+        self._set("environment", environment)
+        self._set("object_format", object_format)
 
     def __str__(self) -> str:
         return f"{self.arch_name}-{self.vendor_name}-{self.os_name}-{self.environment_name}"
