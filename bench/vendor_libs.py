@@ -17,9 +17,16 @@ Every command runs as a subprocess (start-up counts on both sides; ours is the i
 script, byte-compiled first as an installed package is), after one warm-up run so that both read
 the file from the page cache.  Each row runs each side --repeat times, alternating, and prints the
 medians of wall time and of peak resident memory (max RSS of the child from the kernel's rusage,
-`os.wait4`; a memory-mapped file's pages count once touched, so it also says how much of the file
-was read), and the ratios ours/theirs.  `inspect --hash` (which reads and hashes every image) is a
+`os.wait4`; a memory-mapped file's pages count once mapped, and a kernel whose page cache holds
+large folios maps a whole folio around each page touched, so on Linux 6.18 it overstates what was
+read), and the ratios ours/theirs.  `inspect --hash` (which reads and hashes every image) is a
 row of its own.
+
+What each side reads of its input is measured apart, from a cold page cache: the input files'
+cached pages are dropped (`posix_fadvise(POSIX_FADV_DONTNEED)`), the command runs once, and
+`fincore` (util-linux) counts the bytes of the inputs now cached: what was read from disk,
+readahead included.  That table gives the cold runs' wall time too (medians of --cold-repeat
+alternating runs).
 
     python3 bench/vendor_libs.py               # both libraries, 5 runs per side
     python3 bench/vendor_libs.py --repeat 3 --skip-rocm
@@ -122,6 +129,30 @@ def split_rocsparse(lib: str, cache: str, env: dict) -> tuple[str, list[str]]:
     return section, sorted(glob.glob(os.path.join(bundle_dir, "*.bundle")))
 
 
+def drop_cached(paths: list[str]) -> None:
+    """Drop the page cache's clean pages of `paths` (the next read comes from disk)."""
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def cached_bytes(paths: list[str]) -> int:
+    """Bytes of `paths` in the page cache now (`fincore`)."""
+    out = subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "RES", *paths],
+                         capture_output=True, text=True, check=True).stdout
+    return sum(int(x) for x in out.split())
+
+
+def cold_run(cmds: list[list[str]], inputs: list[str], env: dict) -> tuple[float, float]:
+    """(wall seconds, MiB read from `inputs`) of `cmds` run one after another from a cold cache."""
+    drop_cached(inputs)
+    wall = sum(run_child(c, env)[0] for c in cmds)
+    return wall, cached_bytes(inputs) / (1 << 20)
+
+
 def _ours(script: str, module: str) -> list[str]:
     """How users run our tool: the installed console script beside this Python (run with this
     `PYTHONPATH`, so this checkout's code), else `python -m`."""
@@ -134,6 +165,8 @@ def main() -> int:
     ap.add_argument("--cache", default=os.path.expanduser("~/.cache/offload-tool-bench"),
                     help="where the downloaded inputs are kept (default ~/.cache/offload-tool-bench)")
     ap.add_argument("--repeat", type=int, default=5, help="runs of each side per row; medians (default 5)")
+    ap.add_argument("--cold-repeat", type=int, default=3,
+                    help="cold-cache runs of each side per row; medians (default 3; 0: none)")
     ap.add_argument("--llvm", default="clang-offload-bundler-19")
     ap.add_argument("--skip-rocm", action="store_true", help="only the cuRAND rows")
     ap.add_argument("--skip-cuda", action="store_true", help="only the rocSPARSE rows")
@@ -149,15 +182,19 @@ def main() -> int:
     ours = _ours("offload-tool", "tool")
     os.makedirs(args.cache, exist_ok=True)
     rows: list[tuple[str, float, float, float, float]] = []
+    cold_rows: list[tuple[str, float, float, float, float]] = []
+    has_fincore = shutil.which("fincore") is not None
 
     def warm(path: str) -> None:
         with open(path, "rb") as f:
             while f.read(1 << 24):
                 pass
 
-    def row(name: str, our_cmd: list[str], their_cmds: list[list[str]], check=None) -> None:
+    def row(name: str, our_cmd: list[str], their_cmds: list[list[str]], check=None, *,
+            our_inputs: list[str] = (), their_inputs: list[str] = ()) -> None:
         """Each side --repeat times, alternating, after a warm-up run of each; `their_cmds` run
-        one after another count as one run (times added, the largest peak memory)."""
+        one after another count as one run (times added, the largest peak memory).  With
+        `fincore` and the inputs named, then one run of each side from a cold cache."""
         samples: dict[str, list[tuple[float, float]]] = {"ours": [], "theirs": []}
         for i in range(args.repeat + 1):
             runs = [run_child(c, env) for c in their_cmds]
@@ -173,6 +210,16 @@ def main() -> int:
         tw, tm = (statistics.median(v) for v in zip(*samples["theirs"]))
         rows.append((name, ow, tw, om, tm))
         print(f"  {name}: ours {ow:.3f}s / theirs {tw:.3f}s = {ow / tw:.2f}", file=sys.stderr)
+        if has_fincore and args.cold_repeat > 0 and our_inputs and their_inputs:
+            cold: dict[str, list[tuple[float, float]]] = {"ours": [], "theirs": []}
+            for _ in range(args.cold_repeat):
+                cold["ours"].append(cold_run([our_cmd], list(our_inputs), env))
+                cold["theirs"].append(cold_run(their_cmds, list(their_inputs), env))
+            ocw, ocr = (statistics.median(v) for v in zip(*cold["ours"]))
+            tcw, tcr = (statistics.median(v) for v in zip(*cold["theirs"]))
+            cold_rows.append((name, ocw, tcw, ocr, tcr))
+            for path in {*our_inputs, *their_inputs}:
+                warm(path)
 
     notes: list[str] = []
     if not args.skip_cuda:
@@ -189,9 +236,10 @@ def main() -> int:
                 raise SystemExit(f"cuRAND: we list {cubins} cubins, cuobjdump --list-elf {listed}")
             notes.append(f"cuRAND: {os.path.basename(lib)}, {size / 1e6:.0f} MB; {cubins} cubins listed by both")
 
-        row("cuRAND inspect", [*ours, "inspect", lib], theirs, same_count)
-        row("cuRAND inspect --hash", [*ours, "inspect", "--hash", lib], theirs)
-        row("cuRAND verify", [*ours, "verify", lib], theirs)
+        io = {"our_inputs": [lib], "their_inputs": [lib]}
+        row("cuRAND inspect", [*ours, "inspect", lib], theirs, same_count, **io)
+        row("cuRAND inspect --hash", [*ours, "inspect", "--hash", lib], theirs, **io)
+        row("cuRAND verify", [*ours, "verify", lib], theirs, **io)
     if not args.skip_rocm:
         llvm = shutil.which(args.llvm)
         lib = fetch_rocsparse()
@@ -213,11 +261,15 @@ def main() -> int:
                 notes.append(f"rocSPARSE: {os.path.basename(lib)}, {os.path.getsize(lib) / 1e9:.2f} GB; "
                              f"{len(bundles)} bundles, {images} device images listed by both")
 
-            row(f"rocSPARSE inspect / -list x{len(bundles)}", [*ours, "inspect", lib], each, same_images)
-            row(f"rocSPARSE verify / -list x{len(bundles)}", [*ours, "verify", lib], each)
-            row("rocSPARSE inspect / -list .hip_fatbin", [*ours, "inspect", lib], whole)
-            row("rocSPARSE verify / -list .hip_fatbin", [*ours, "verify", lib], whole)
-            row("rocSPARSE inspect --hash / -list x{}".format(len(bundles)), [*ours, "inspect", "--hash", lib], each)
+            by_bundle = {"our_inputs": [lib], "their_inputs": bundles}
+            by_section = {"our_inputs": [lib], "their_inputs": [section]}
+            row(f"rocSPARSE inspect / -list x{len(bundles)}", [*ours, "inspect", lib], each, same_images,
+                **by_bundle)
+            row(f"rocSPARSE verify / -list x{len(bundles)}", [*ours, "verify", lib], each, **by_bundle)
+            row("rocSPARSE inspect / -list .hip_fatbin", [*ours, "inspect", lib], whole, **by_section)
+            row("rocSPARSE verify / -list .hip_fatbin", [*ours, "verify", lib], whole, **by_section)
+            row("rocSPARSE inspect --hash / -list x{}".format(len(bundles)), [*ours, "inspect", "--hash", lib], each,
+                **by_bundle)
 
     load = os.getloadavg()
     print(f"\nours ({os.path.basename(ours[0])}) vs the vendors' tools; median of {args.repeat} runs each; "
@@ -227,6 +279,14 @@ def main() -> int:
     print(f"{'row':<40}{'ours s':>9}{'theirs s':>10}{'ratio':>8}{'ours MiB':>10}{'theirs MiB':>12}{'ratio':>8}")
     for name, ow, tw, om, tm in rows:
         print(f"{name:<40}{ow:>9.3f}{tw:>10.3f}{ow / tw:>8.2f}{om:>10.1f}{tm:>12.1f}{om / tm:>8.2f}")
+    if cold_rows:
+        print(f"\ncold page cache (median of {args.cold_repeat} runs each; MiB of the inputs read from disk, "
+              "readahead included, by fincore)")
+        print(f"{'row':<40}{'ours s':>9}{'theirs s':>10}{'ratio':>8}{'ours MiB':>10}{'theirs MiB':>12}{'ratio':>8}")
+        for name, ow, tw, om, tm in cold_rows:
+            print(f"{name:<40}{ow:>9.3f}{tw:>10.3f}{ow / tw:>8.2f}{om:>10.1f}{tm:>12.1f}{om / max(tm, 0.01):>8.2f}")
+    elif not has_fincore:
+        print("\ncold page cache rows skipped: no fincore (util-linux)")
     return 0
 
 

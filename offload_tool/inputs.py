@@ -16,7 +16,13 @@ How an input is held depends on what it is:
 * anything else (standard input `-`, a FIFO, a character device such as `/dev/zero`) is read
   once, into memory, up to a limit (`STREAM_LIMIT_ENV`, default 256 MiB): reading twice would
   find a drained FIFO or block for a writer that left, and an endless device must end in an
-  error, not in exhausted memory."""
+  error, not in exhausted memory.
+
+A caller that reads only headers and tables scattered over a large file (`inspect` without
+hashes, `verify`) opens it `sparse`: the map is advised random access (`MADV_RANDOM`), so the
+kernel reads the pages touched instead of reading ahead around each.  On Linux 6.18, whose page
+cache holds files in large folios, readahead around the headers of a 1.3 GB ROCm library read
+1.15 GB of it from disk for a listing that touches 3 MiB."""
 
 from __future__ import annotations
 
@@ -226,10 +232,11 @@ def _release(fd: int) -> None:
 
 
 @contextlib.contextmanager
-def open_input_file(path: str | os.PathLike, *, quote_path: bool = True) -> Iterator[Input]:
+def open_input_file(path: str | os.PathLike, *, quote_path: bool = True, sparse: bool = False) -> Iterator[Input]:
     """Open `path` once and hold its bytes for the block (see the module docstring).
 
-    `quote_path=False` words an open failure as the error text alone (where LLVM does so)."""
+    `quote_path=False` words an open failure as the error text alone (where LLVM does so);
+    `sparse=True` says the caller reads scattered headers only (no readahead on the map)."""
     name = os.fspath(path)
     if name == "-":
         stdin = sys.stdin
@@ -255,6 +262,8 @@ def open_input_file(path: str | os.PathLike, *, quote_path: bool = True) -> Iter
                 view = memoryview(b"")
             elif _lease(fd, name):
                 mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+                if sparse:
+                    _advise_random(mapped)
                 view = memoryview(mapped)
             else:
                 view = _read_regular(fd, st.st_size, name)
@@ -279,8 +288,16 @@ def open_input_file(path: str | os.PathLike, *, quote_path: bool = True) -> Iter
             _release(fd)
 
 
+def _advise_random(mapped: mmap.mmap) -> None:
+    """No readahead on `mapped` (where the platform has the advice; it is only a hint)."""
+    advice = getattr(mmap, "MADV_RANDOM", None)
+    if advice is not None:
+        with contextlib.suppress(OSError, ValueError):
+            mapped.madvise(advice)
+
+
 @contextlib.contextmanager
-def open_input(path: str | os.PathLike) -> Iterator[memoryview]:
+def open_input(path: str | os.PathLike, *, sparse: bool = False) -> Iterator[memoryview]:
     """Yield the whole input as a read-only memoryview (`-` reads stdin); see `open_input_file`."""
-    with open_input_file(path) as source:
+    with open_input_file(path, sparse=sparse) as source:
         yield source.view

@@ -484,7 +484,8 @@ def inspect_file(path: str, *, llvm_version: int | None = None, keep_data: bool 
     When the file holds no image and `reasons` is given, `reasons[path]` says why in a few words
     (the file is read only once)."""
     from ..fileio import open_input
-    with open_input(path) as buf:
+    # Without data or hashes only headers are read: no readahead around them.
+    with open_input(path, sparse=not keep_data and not hashes) as buf:
         images = inspect_buffer(buf, str(path), llvm_version=llvm_version, keep_data=keep_data, hashes=hashes)
         if not images and reasons is not None:
             reasons[str(path)] = no_images_reason(buf)

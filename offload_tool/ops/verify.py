@@ -453,7 +453,7 @@ def damaged_images(images: list[DeviceImage]) -> list[tuple[str, str]]:
 def verify_file(path: str, *, require: list[str] = (), check_entries: bool | None = None,
                 llvm_version: int | None = None, runs_on: list[str] = ()) -> VerifyResult:
     from ..fileio import open_input
-    with open_input(path) as buf:
+    with open_input(path, sparse=True) as buf:  # headers and tables: no readahead around them
         result = verify_buffer(buf, str(path), require=require, check_entries=check_entries,
                                llvm_version=llvm_version, runs_on=runs_on)
         for img in result.images:

@@ -60,3 +60,51 @@ def test_a_file_shorter_than_its_size_said_changed_while_read(tmp_path):
             inputs.read_slice_into(fd, 7, memoryview(bytearray(6)))
     finally:
         os.close(fd)
+
+
+def _vm_flags(path) -> list[str] | None:
+    """The VmFlags of this process's mapping of `path` (/proc/self/smaps), None when unmapped."""
+    with open("/proc/self/smaps") as f:
+        lines = f.read().splitlines()
+    mapped = False
+    for line in lines:
+        if line.endswith(" " + str(path)):
+            mapped = True
+        elif mapped and line.startswith("VmFlags:"):
+            return line.split()[1:]
+    return None
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs Linux's /proc/self/smaps")
+def test_sparse_input_is_mapped_without_readahead(tmp_path):
+    """`sparse=True` (inspect's listing, verify) advises the map random access: the kernel reads
+    the pages touched, not the megabytes around them."""
+    path = tmp_path / "lib.so"
+    path.write_bytes(os.urandom(1 << 20))
+    from offload_tool.inputs import open_input_file
+
+    with open_input_file(path, sparse=True) as src:
+        assert src.view[:4] and "rr" in (_vm_flags(path) or [])  # VM_RAND_READ
+    with open_input_file(path) as src:
+        flags = _vm_flags(path)
+        assert src.view[:4] and flags is not None and "rr" not in flags
+
+
+def test_listing_and_verify_open_inputs_sparse_hashing_does_not(tmp_path, monkeypatch):
+    from offload_tool import inputs
+    from offload_tool.formats.bundle import BundleEntry, write_binary_bundle
+    from offload_tool.ops.inspector import inspect_file
+    from offload_tool.ops.verify import verify_file
+
+    path = tmp_path / "b.o"
+    with open(path, "wb") as f:
+        write_binary_bundle([BundleEntry("host-x86_64-unknown-linux-gnu", b"host"),
+                             BundleEntry("hip-amdgcn-amd-amdhsa--gfx90a", b"device")], f)
+    advised = []
+    monkeypatch.setattr(inputs, "_advise_random", lambda mapped: advised.append(len(mapped)))
+    inspect_file(path, keep_data=False, hashes=False)
+    verify_file(path)
+    assert len(advised) == 2
+    inspect_file(path, keep_data=False, hashes=True)
+    inspect_file(path)
+    assert len(advised) == 2
