@@ -8,7 +8,7 @@ work of a small `-list` or `offload-packager` run.  A record class instead names
 `__slots__` and writes its own `__init__` (explicit, with the defaults in its signature); this
 base gives it what `@dataclass` would: a `repr` of every field and field-wise equality between
 instances of the same class (`_uncompared` names fields left out, as `field(compare=False)`
-does), with `__hash__` unset.  `FrozenRecord` is `@dataclass(frozen=True)`: fields set once in
+does, and `_unrepresented` those `repr` leaves out, as `field(repr=False)`), with `__hash__` unset.  `FrozenRecord` is `@dataclass(frozen=True)`: fields set once in
 `__init__` through `_set`, then read-only (`FrozenRecordError`, an `AttributeError`), hashable
 by the compared fields, and copied or pickled by its fields.
 """
@@ -26,8 +26,9 @@ class Record:
     """Base of a mutable record: subclasses declare their fields in `__slots__`."""
 
     __slots__ = ()
-    #: Fields equality ignores.
+    #: Fields equality ignores, and fields `repr` leaves out (bulky bytes).
     _uncompared: frozenset[str] = frozenset()
+    _unrepresented: frozenset[str] = frozenset()
     #: All fields in declaration order (bases first), and the compared ones: set per subclass.
     _record_fields: tuple[str, ...] = ()
     _compared_fields: tuple[str, ...] = ()
@@ -50,7 +51,8 @@ class Record:
         return {name: getattr(self, name) for name in self._record_fields}
 
     def __repr__(self) -> str:
-        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._record_fields)
+        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._record_fields
+                          if name not in self._unrepresented)
         return f"{type(self).__qualname__}({inner})"
 
     def __eq__(self, other: object) -> bool:

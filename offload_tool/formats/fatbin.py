@@ -109,7 +109,7 @@ class FatbinEntry(Record):
 
     __slots__ = ("kind", "sm", "flags", "payload", "compressed_size", "uncompressed_size", "minor", "major", "name",
                  "options", "format_version", "reserved", "header_size", "offset")
-    _uncompared = frozenset({'offset'})
+    _uncompared = frozenset({"offset"})
 
     def __init__(self, kind: int, sm: int, flags: int, payload: bytes | memoryview, compressed_size: int = 0,
                  uncompressed_size: int = 0, minor: int = 0, major: int = 0, name: bytes = b"",
@@ -236,7 +236,7 @@ class Fatbin(Record):
     """One fat binary: its header fields and entries (`offset`: where it starts in the buffer)."""
 
     __slots__ = ("entries", "version", "header_size", "fat_size", "offset")
-    _uncompared = frozenset({'offset'})
+    _uncompared = frozenset({"offset"})
 
     def __init__(self, entries: list[FatbinEntry], version: int = FATBIN_VERSION, header_size: int = HEADER.size,
                  fat_size: int = 0, offset: int = 0) -> None:

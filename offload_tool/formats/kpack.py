@@ -98,7 +98,7 @@ class KpackArchive(Record):
         self.gfx_arch_family = gfx_arch_family
         self.gfx_arches = gfx_arches
         self.compression_scheme = compression_scheme
-        self.kernels = list() if kernels is None else kernels
+        self.kernels = [] if kernels is None else kernels
 
 
 class KpackWrapper(Record):

@@ -109,7 +109,7 @@ class OffloadImage(Record):
 
     __slots__ = ("image_kind", "offload_kind", "flags", "strings", "image", "llvm_version", "offset", "size",
                  "version", "index")
-    _uncompared = frozenset({'offset', 'size', 'version', 'index'})
+    _uncompared = frozenset({"offset", "size", "version", "index"})
 
     def __init__(self, image_kind: int, offload_kind: int, flags: int, strings: dict[str, str],
                  image: bytes | memoryview, llvm_version: int | None = None, offset: int = 0, size: int = 0,

@@ -49,7 +49,7 @@ class MemberConversion(Record):
 
     def __init__(self, name: str, entries: list[str] | None = None) -> None:
         self.name = name
-        self.entries = list() if entries is None else entries
+        self.entries = [] if entries is None else entries
 
 
 def _triple_text(four: str) -> str:

@@ -65,7 +65,7 @@ class Estimate(Record):
         self.cpu_s = cpu_s
         self.wall_range = wall_range
         self.jobs = jobs
-        self.binaries = dict() if binaries is None else binaries  # path -> {bytes, file_bytes, based_on}
+        self.binaries = {} if binaries is None else binaries  # path -> {bytes, file_bytes, based_on}
         self.unmeasured = unmeasured  # slots whose every recording was a cache hit
         self.method = method
 

@@ -84,7 +84,7 @@ class DeviceImage(Record):
 
     __slots__ = ("path", "container", "producer", "triple", "arch", "image_kind", "size", "compressed", "sha256",
                  "wrappers", "file", "producer_note", "details", "data")
-    _uncompared = frozenset({'data'})
+    _uncompared = _unrepresented = frozenset({"data"})
 
     def __init__(self, path: str, container: str, producer: str, triple: str, arch: str, image_kind: str, size: int,
                  compressed: bool, sha256: str | None, wrappers: list[str] | None = None, file: str = "",
@@ -99,10 +99,10 @@ class DeviceImage(Record):
         self.size = size
         self.compressed = compressed
         self.sha256 = sha256
-        self.wrappers = list() if wrappers is None else wrappers
+        self.wrappers = [] if wrappers is None else wrappers
         self.file = file
         self.producer_note = producer_note
-        self.details = dict() if details is None else details
+        self.details = {} if details is None else details
         self.data = data
 
     def to_dict(self) -> dict:

@@ -124,7 +124,7 @@ class Verdict(Record):
         self.gpu = gpu
         self.ok = ok
         self.line = line
-        self.ways = list() if ways is None else ways
+        self.ways = [] if ways is None else ways
 
 
 # --------------------------------------------------------------------------------------------

@@ -152,12 +152,12 @@ class VerifyResult(Record):
                  damaged: list[tuple[str, str]] | None = None) -> None:
         self.path = path
         self.images = images
-        self.missing_archs = list() if missing_archs is None else missing_archs
-        self.missing_entries = list() if missing_entries is None else missing_entries  # (entry name, image path)
+        self.missing_archs = [] if missing_archs is None else missing_archs
+        self.missing_entries = [] if missing_entries is None else missing_entries  # (entry name, image path)
         self.entries_checked = entries_checked
-        self.notes = list() if notes is None else notes
-        self.runs_on = list() if runs_on is None else runs_on  # runs_on.Verdict per --runs-on GPU
-        self.damaged = list() if damaged is None else damaged  # (image path, what is wrong)
+        self.notes = [] if notes is None else notes
+        self.runs_on = [] if runs_on is None else runs_on  # runs_on.Verdict per --runs-on GPU
+        self.damaged = [] if damaged is None else damaged  # (image path, what is wrong)
 
     @property
     def ok(self) -> bool:

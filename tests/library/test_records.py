@@ -20,13 +20,15 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 class Point(Record):
-    __slots__ = ("x", "y", "note")
+    __slots__ = ("x", "y", "note", "blob")
     _uncompared = frozenset({"note"})
+    _unrepresented = frozenset({"blob"})
 
-    def __init__(self, x: int, y: int = 0, note: str = "") -> None:
+    def __init__(self, x: int, y: int = 0, note: str = "", blob: bytes = b"") -> None:
         self.x = x
         self.y = y
         self.note = note
+        self.blob = blob
 
 
 class Key(FrozenRecord):
@@ -46,12 +48,12 @@ class Key3(Key):
 
 
 def test_record_repr_eq_and_uncompared_fields():
-    p = Point(1, 2, "a")
-    assert repr(p) == "Point(x=1, y=2, note='a')"
-    assert p == Point(1, 2, "b")  # `note` is not compared
-    assert p != Point(1, 3, "a")
+    p = Point(1, 2, "a", b"big")
+    assert repr(p) == "Point(x=1, y=2, note='a')"  # `blob` is not shown
+    assert p == Point(1, 2, "b", b"big")  # `note` is not compared
+    assert p != Point(1, 3, "a", b"big") and p != Point(1, 2, "a")
     assert p != (1, 2)  # another class never equals
-    assert p._asdict() == {"x": 1, "y": 2, "note": "a"}
+    assert p._asdict() == {"x": 1, "y": 2, "note": "a", "blob": b"big"}
     with pytest.raises(TypeError):
         hash(p)  # mutable records are unhashable, as eq=True dataclasses
     p.y = 5
