@@ -128,6 +128,40 @@ def test_every_module_has_a_tier():
         tier(module)
 
 
+#: What the library never imports at run time: each CLI call is a process of its own, and these
+#: cost its start-up (`dataclasses` brings `inspect`, `ast`, `dis`, `tokenize`); the data classes
+#: are `offload_tool.records` classes, annotation-only names sit under `if TYPE_CHECKING:`.
+START_UP_HEAVY = {"dataclasses", "typing", "inspect"}
+
+
+def _run_time_imports(tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, module) of every import outside an `if TYPE_CHECKING:` block, functions included."""
+    found = []
+
+    def visit(node):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name.split(".")[0]) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.append((node.lineno, node.module.split(".")[0]))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def test_the_library_imports_no_start_up_heavy_module_at_run_time():
+    wrong = [f"{path.relative_to(PACKAGE.parent)}:{line}: {name}"
+             for path in sorted(_modules().values())
+             for line, name in _run_time_imports(ast.parse(path.read_text(), str(path)))
+             if name in START_UP_HEAVY]
+    assert not wrong, "imported at run time: " + ", ".join(wrong)
+
+
 #: The SCons tool's layers, lowest first (docs/architecture.md): the door to SCons; asking
 #: compilers; what the settings mean; building the graph (nodes, flavours, distribution, insight,
 #: and the helper scripts its steps run); the tool's entry.
