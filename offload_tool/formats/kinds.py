@@ -118,11 +118,8 @@ class Format(FrozenRecord):
         self._set("extract", extract)
         self._set("offload_binaries", offload_binaries)
         self._set("no_images", no_images)
-        self.__post_init__()
-
-    def __post_init__(self) -> None:
-        if self.container and (self.inspect is None) == (self.members is None):
-            raise TypeError(f"format {self.container!r}: a container declares either `inspect` or `members`")
+        if container and (inspect is None) == (members is None):
+            raise TypeError(f"format {container!r}: a container declares either `inspect` or `members`")
 
 
 #: The object-file kinds `identify_magic` recognises whose contents the library reads through no
