@@ -1,10 +1,12 @@
 """A per-arch device object damaged after it was built (truncated to half, its timestamp kept or
-not) never reaches the program: the step that consumes it (the HIP bundle, nvcc's fat binary, the
+not; any damage with a new timestamp) never reaches the program: the step that consumes it (the HIP bundle, nvcc's fat binary, the
 package of clang device objects, the AMD device link) checks it first
 (`offload_tool.ops.integrity`), the build stops with one line naming it, the file is removed, and
 the next build remakes it; a damaged copy in SCons's `CacheDir` is dropped with it, so the next
 build compiles the object again instead of fetching the same bytes. `offload-tool verify`
-refuses a program holding a damaged image."""
+refuses a program holding a damaged image. Damage that keeps both the file's size and its timestamp
+is caught when the step that reads the object next runs (the tool's files are judged by timestamp
+first, so a null build reads none of them); until then the program holds the whole object."""
 
 from __future__ import annotations
 
@@ -95,7 +97,9 @@ def test_truncated_hip_code_object(tmp_path, keep_mtime):
 
 
 def test_stretched_hip_code_object(tmp_path):
-    _hip_code_object(tmp_path, True, _stretch)
+    # A new timestamp: the tool's files are judged by timestamp, then content, and a file of the
+    # same size and time is taken as unchanged (test_damage_behind_the_timestamp_waits_for_its_step).
+    _hip_code_object(tmp_path, False, _stretch)
 
 
 def _hip_code_object(tmp_path, keep_mtime, damage):
@@ -134,7 +138,7 @@ def _nvcc_cubin(tmp_path, keep_mtime, damage):
 @pytest.mark.parametrize("keep_mtime, damage, name",
                          [(True, _truncate, "main.sm_80.o"), (False, _truncate, "main.sm_80.o"),
                           (True, _truncate, "main.gfx90a.bc"), (False, _truncate, "main.gfx90a.bc"),
-                          (True, _stretch, "main.sm_80.o")],  # bitcode has no section table
+                          (False, _stretch, "main.sm_80.o")],  # bitcode has no section table
                          ids=["sm_80-same-mtime", "sm_80-new-mtime", "gfx90a-same-mtime", "gfx90a-new-mtime",
                               "sm_80-stretched"])
 def test_truncated_openmp_device_object(tmp_path, name, keep_mtime, damage):
@@ -145,6 +149,29 @@ def test_truncated_openmp_device_object(tmp_path, name, keep_mtime, damage):
         "src/main.c": OPENMP})
     p.scons()
     _damage_and_recover(p, p.root / "src" / name, "app", "sm_80,gfx90a", keep_mtime, damage=damage)
+
+
+def test_damage_behind_the_timestamp_waits_for_its_step(tmp_path):
+    """A device object damaged with its size and timestamp kept: the tool's files are judged by
+    timestamp first (a null build reads none of them), so the build is up to date, and the
+    program, linked from the whole object, still verifies. The damage is caught when a step
+    that reads the object runs again (here the package, removed): named, removed, remade."""
+    need_tool("clang-19")
+    p = Project(tmp_path / "p", {
+        "SConstruct": "env = Environment(tools=['default', 'offload'], OFFLOAD_CLANG='clang-19', "
+                      "OFFLOAD_ARCHS=['sm_80', 'gfx90a'])\nenv.OffloadProgram('app', ['src/main.c'])\n",
+        "src/main.c": OPENMP})
+    p.scons()
+    damaged = p.root / "src" / "main.sm_80.o"
+    _stretch(damaged, True)
+    assert p.up_to_date()
+    cp = run_cli("tool", "verify", str(p.root / "app"), "--require", "sm_80,gfx90a")
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    packages = [f for f in p.root.iterdir() if f.name.startswith("app.") and f.name.endswith(".pkg")]
+    assert packages, sorted(f.name for f in p.root.iterdir())
+    for f in packages:
+        f.unlink()
+    _damage_and_recover(p, damaged, "app", "sm_80,gfx90a", True, damage=lambda path, keep: None)
 
 
 @pytest.mark.parametrize("damaged, split", [("src/twice.o", "1"), ("scale.sm_80.dlink.cubin", "1"),

@@ -407,6 +407,26 @@ def test_progress_walk_without_node_states_or_aliases(monkeypatch, said):
     assert len(out) == 1 and "progress: total unknown" in out[0], out  # one feature, said once
 
 
+def test_built_this_run_without_node_states(monkeypatch, said):
+    """Without the `executed` state a file's timestamp is never trusted: content is compared."""
+    import SCons.Node
+
+    class Node:
+        def __init__(self, state):
+            self.state = state
+
+        def get_state(self):
+            return self.state
+    assert _scons_hooks.built_this_run(Node(SCons.Node.executed)) is True
+    assert _scons_hooks.built_this_run(Node(SCons.Node.up_to_date)) is False
+    assert not said()
+    monkeypatch.delattr(SCons.Node, "executed")
+    assert _scons_hooks.built_this_run(Node(SCons.Node.up_to_date)) is True
+    assert _scons_hooks.built_this_run(Node(SCons.Node.up_to_date)) is True
+    out = said()
+    assert len(out) == 1 and "compared by content" in out[0], out
+
+
 def test_action_sources_without_executor():
     class Node:
         sources = ["a.c"]

@@ -34,6 +34,7 @@ Each hook here
 | `default_spawn` | `SCons.Platform.posix.subprocess_spawn` | build report (CPU time) | `cpu_s` is null |
 | `previous_progress` | `SCons.Script.Main.ProgressObject` | progress | a `Progress()` set before the tool loaded is replaced, not chained |
 | `build_roots`, `out_of_date_actions`, `decided_up_to_date`, `action_key` | `default_ans`, `get_default_fs`, node states, `changed(allowcache=True)`, `get_executor()` | progress | the total is unknown: `[ n/?]` |
+| `built_this_run` | node states (`executed`), `get_state()` | the tool's files judged by timestamp (`nodes.decide_by_timestamp_then_content`): a file rewritten in this run is compared by content | every such file is compared by content (null builds hash them again) |
 | `action_sources` | `node.get_executor()` | build report | the node's own `sources` |
 | `reading_sconscripts` | `SCons.Script.sconscript_reading` | group signatures (`_signatures`) | SCons computes every signature itself (slower null builds) |
 | `cache_copy_path` | an environment's `get_CacheDir()`, its `cachepath(node)` (from the node's `get_cachedir_bsig()`) | a damaged device object's `CacheDir` copy is dropped (`_consume`) | the copy stays: each clean build fetches it again and stops, until the user empties the cache |
@@ -199,6 +200,20 @@ def decided_up_to_date(node) -> bool:
     import SCons.Node
     state = getattr(SCons.Node, "up_to_date", None)
     return state is not None and node.get_state() == state
+
+
+def built_this_run(node) -> bool:
+    """SCons ran the action that writes `node` in this run (the taskmaster's state `executed`).
+    True when the state cannot be read: the caller, which trusts a timestamp only for a file
+    this run did not rewrite, then compares content, which is always right."""
+    import SCons.Node
+    state = getattr(SCons.Node, "executed", None)
+    get_state = getattr(node, "get_state", None)
+    if state is None or get_state is None:
+        degraded("timestamps of the tool's files", "no SCons.Node.executed node state: they are compared by "
+                 "content, as SCons's 'content' decider does")
+        return True
+    return get_state() == state
 
 
 def build_roots() -> list | None:

@@ -20,6 +20,8 @@ import SCons.Node.FS
 import SCons.Node.Python
 import SCons.Util
 
+from . import hooks as _hooks
+
 # --------------------------------------------------------------------------------------------
 # What a thing is
 
@@ -215,25 +217,29 @@ _RUN_START = int(time.time())
 def _timestamp_then_content(node, target, prev_ni, repo_node=None) -> bool:
     """Whether `node` changed for `target`: its timestamp first, its content only when the
     timestamp moved (SCons's 'content-timestamp'). With the default 'content' decider SCons hashes
-    every file younger than `max_drift` (two days) on each run: a null build would read the
-    megabytes of nvcc's preprocessed text per source and arch again.
+    every file younger than `max_drift` (two days) on each run: a null build would read every
+    device object, host object and package again (and nvcc's megabytes of preprocessed text).
 
     SCons's timestamps are whole seconds, so a file rewritten within the second its recorded
-    timestamp names would look unchanged (two quick runs with a flag between them). A timestamp
-    recorded in the second this run began, or later, is therefore not trusted and the content is
-    compared: whatever this run writes gets a later timestamp than one recorded before it began."""
+    timestamp names would look unchanged. The content is therefore compared whenever the
+    timestamp cannot be trusted: the file was rewritten by this run (`hooks.built_this_run`: a
+    quick second run, or a file system whose clock lags the machine's), its recorded timestamp is
+    from the second this run began or later, or its size changed."""
     recorded = getattr(prev_ni, "timestamp", None)
     size = getattr(prev_ni, "size", None)
     # A file whose size changed changed, whatever its timestamp says (one truncated with its
     # timestamp kept): the step reading it runs, and checks it (`graph.consume`).
-    if recorded is None or recorded >= _RUN_START or (size is not None and size != node.get_size()):
+    if recorded is None or recorded >= _RUN_START or (size is not None and size != node.get_size()) \
+            or _hooks.built_this_run(node):
         return node.changed_content(target, prev_ni)
     return node.changed_timestamp_then_content(target, prev_ni, repo_node)
 
 
 def decide_by_timestamp_then_content(nodes) -> None:
     """Have SCons decide whether each of `nodes` (files a step of the build writes and another
-    reads) changed by its timestamp, then its content (`_timestamp_then_content`), rather than by
-    the environment's decider."""
+    reads: nvcc's intermediates, host IR, host and device objects, device links, packages)
+    changed by its timestamp, then its content (`_timestamp_then_content`), rather than by the
+    environment's decider. The user's own files (sources, headers, the project's objects) keep
+    the project's decider."""
     for n in nodes:
         n.Decider(_timestamp_then_content)
