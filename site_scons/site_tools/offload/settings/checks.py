@@ -292,14 +292,19 @@ def amd_device_libs(senv) -> None:
     if not amd:
         return
     installation = _installations.rocm(senv)
+    # The code-object version the device compiles ask for decides which libraries clang wants
+    # (`-mcode-object-version=5` takes ROCm 5's with clang 22).
+    abi = [str(w) for line in _actions.command_lines(senv, "$OFFLOAD_DEVICEFLAGS") for w in line
+           if str(w).startswith("-mcode-object-version=")][-1:]
     said = _clang_says(senv, "rocm", installation.device_lib_folder, ["-x", "hip", f"--offload-arch={amd[0]}"]
-                       + installation.device_lib_argv() + ["-nogpuinc", "-###", "-c"])
+                       + installation.device_lib_argv() + abi + ["-nogpuinc", "-###", "-c"])
     line = next((ln for ln in said[1].splitlines() if "cannot find ROCm device library" in ln), None) if said else None
     if line:
         sys.stderr.write(f"offload: warning: {said[0]} cannot build AMD device code here: "
                          f"{line.split('error: ', 1)[-1].split(';')[0]}: set OFFLOAD_ROCM_DEVICE_LIB_PATH (or "
-                         "OFFLOAD_ROCM_PATH) to those libraries, or use a clang that matches the ones installed "
-                         "(OFFLOAD_CLANG='clang-19' with Debian's rocm-device-libs)\n")
+                         "OFFLOAD_ROCM_PATH) to those libraries, ask for the code-object version of the ones "
+                         "installed (OFFLOAD_DEVICEFLAGS and OFFLOAD_LINKFLAGS: -mcode-object-version=5), or use a "
+                         "clang that matches them (OFFLOAD_CLANG='clang-19' with Debian's rocm-device-libs)\n")
 
 
 # --------------------------------------------------------------------------------------------
