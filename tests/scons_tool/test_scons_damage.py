@@ -135,6 +135,17 @@ def _nvcc_cubin(tmp_path, keep_mtime, damage):
     _damage_and_recover(p, p.root / "src" / "k.sm_80.cubin", "k", "sm_80", keep_mtime, damage=damage)
 
 
+def _openmp_project(tmp_path) -> Project:
+    """An OpenMP program for sm_80 and gfx90a, built."""
+    need_tool("clang-19")
+    p = Project(tmp_path / "p", {
+        "SConstruct": "env = Environment(tools=['default', 'offload'], OFFLOAD_CLANG='clang-19', "
+                      "OFFLOAD_ARCHS=['sm_80', 'gfx90a'])\nenv.OffloadProgram('app', ['src/main.c'])\n",
+        "src/main.c": OPENMP})
+    p.scons()
+    return p
+
+
 @pytest.mark.parametrize("keep_mtime, damage, name",
                          [(True, _truncate, "main.sm_80.o"), (False, _truncate, "main.sm_80.o"),
                           (True, _truncate, "main.gfx90a.bc"), (False, _truncate, "main.gfx90a.bc"),
@@ -142,12 +153,7 @@ def _nvcc_cubin(tmp_path, keep_mtime, damage):
                          ids=["sm_80-same-mtime", "sm_80-new-mtime", "gfx90a-same-mtime", "gfx90a-new-mtime",
                               "sm_80-stretched"])
 def test_truncated_openmp_device_object(tmp_path, name, keep_mtime, damage):
-    need_tool("clang-19")
-    p = Project(tmp_path / "p", {
-        "SConstruct": "env = Environment(tools=['default', 'offload'], OFFLOAD_CLANG='clang-19', "
-                      "OFFLOAD_ARCHS=['sm_80', 'gfx90a'])\nenv.OffloadProgram('app', ['src/main.c'])\n",
-        "src/main.c": OPENMP})
-    p.scons()
+    p = _openmp_project(tmp_path)
     _damage_and_recover(p, p.root / "src" / name, "app", "sm_80,gfx90a", keep_mtime, damage=damage)
 
 
@@ -156,12 +162,7 @@ def test_damage_behind_the_timestamp_waits_for_its_step(tmp_path):
     timestamp first (a null build reads none of them), so the build is up to date, and the
     program, linked from the whole object, still verifies. The damage is caught when a step
     that reads the object runs again (here the package, removed): named, removed, remade."""
-    need_tool("clang-19")
-    p = Project(tmp_path / "p", {
-        "SConstruct": "env = Environment(tools=['default', 'offload'], OFFLOAD_CLANG='clang-19', "
-                      "OFFLOAD_ARCHS=['sm_80', 'gfx90a'])\nenv.OffloadProgram('app', ['src/main.c'])\n",
-        "src/main.c": OPENMP})
-    p.scons()
+    p = _openmp_project(tmp_path)
     damaged = p.root / "src" / "main.sm_80.o"
     _stretch(damaged, True)
     assert p.up_to_date()
