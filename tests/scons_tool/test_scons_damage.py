@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -173,6 +174,39 @@ def test_damage_behind_the_timestamp_waits_for_its_step(tmp_path):
     for f in packages:
         f.unlink()
     _damage_and_recover(p, damaged, "app", "sm_80,gfx90a", True, damage=lambda path, keep: None)
+
+
+def test_every_file_the_tool_writes_is_judged_by_its_timestamp(tmp_path):
+    """Every file the tool's builders write, whatever the step (host IR, host and device objects,
+    package + embed, the program), is judged by its timestamp first: one changed with its size and
+    timestamp kept leaves the build up to date (a null build reads none of them); given a new
+    timestamp, the steps that read it run again."""
+    need_tool("clang-19")
+    p = Project(tmp_path / "p", {
+        "SConstruct": "env = Environment(tools=['default', 'offload'], OFFLOAD_CLANG='clang-19', "
+                      "OFFLOAD_ARCHS=['sm_80', 'sm_90'])\nenv.OffloadProgram('app', ['src/main.c'])\n",
+        "src/main.c": OPENMP})
+    p.scons()
+    written = sorted(f for f in p.root.rglob("*") if f.is_file() and f.name not in ("SConstruct", "main.c")
+                     and not f.name.startswith(".sconsign"))
+    names = {f.name for f in written}
+    assert {"main.host.bc", "main.host.o", "main.sm_80.o", "main.sm_90.o", "app"} <= names, names
+    assert any(n.endswith(".pkg") for n in names), names    # package + embed
+    time.sleep(1.1)   # a timestamp from the second a run began in is not trusted
+    for f in written:
+        st = f.stat()
+        data = bytearray(f.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        f.write_bytes(bytes(data))
+        os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert p.up_to_date(), f"{f.name}: changed with its size and timestamp kept, and the build ran"
+    for f in written:
+        if f.name != "app":
+            os.utime(f, (f.stat().st_mtime + 5, f.stat().st_mtime + 5))
+    assert not p.up_to_date()   # new timestamps: the readers compare content, which changed
+    p.scons()
+    cp = run_cli("tool", "verify", str(p.root / "app"), "--require", "sm_80,sm_90")
+    assert cp.returncode == 0, cp.stdout + cp.stderr
 
 
 @pytest.mark.parametrize("damaged, split", [("src/twice.o", "1"), ("scale.sm_80.dlink.cubin", "1"),

@@ -324,7 +324,7 @@ def test_sources_in_a_variant_directory_without_copies(tmp_path):
 RACE_SCONSTRUCT = """
 import os, sys
 sys.path.insert(0, {site_tools!r})
-from offload.graph.nvcc.steps import intermediates
+from offload.scons.nodes import decide_by_timestamp_then_content
 env = Environment(tools=[])
 stamp = int(ARGUMENTS['stamp'])
 def write(target, source, env):
@@ -332,7 +332,7 @@ def write(target, source, env):
         f.write(env['MIDTEXT'])
     os.utime(str(target[0]), (stamp, stamp))
 mid = env.Command(env.File('mid.ii'), 'src.txt', Action(write, varlist=['MIDTEXT']), MIDTEXT=ARGUMENTS['text'])
-intermediates(mid)
+decide_by_timestamp_then_content(mid)
 env.Command('out.txt', mid, Copy('$TARGET', '$SOURCE'))
 """
 

@@ -58,16 +58,18 @@ def reported(b: SCons.Builder.Builder, report_kind: str = "", final_binary: bool
 
 
 def builder(report_kind: str = "", final_binary: bool = False, **kw) -> SCons.Builder.Builder:
-    """A hidden builder (`NO_COMMAND_DEPENDENCIES` applied to every call); `report_kind` and
-    `final_binary`: what the build report makes of its actions (`reported`)."""
-    return reported(SCons.Builder.Builder(**NO_COMMAND_DEPENDENCIES, **kw), report_kind, final_binary)
+    """A hidden builder (`NO_COMMAND_DEPENDENCIES` applied to every call) whose targets the steps
+    that read them judge by timestamp, then content (`scons.nodes.judged_by_timestamp`);
+    `report_kind` and `final_binary`: what the build report makes of its actions (`reported`)."""
+    return reported(_nodes.judged_by_timestamp(SCons.Builder.Builder(**NO_COMMAND_DEPENDENCIES, **kw)),
+                    report_kind, final_binary)
 
 
 def group_builder(report_kind: str = "", **kw) -> SCons.Builder.Builder:
     """A hidden builder called only on a `group_env`, which carries `NO_COMMAND_DEPENDENCIES`
     itself: no per-call overrides, so its nodes keep the group's environment (and share one
-    signature text, `_signatures`)."""
-    return reported(SCons.Builder.Builder(**kw), report_kind)
+    signature text, `_signatures`); its targets are judged as `builder`'s are."""
+    return reported(_nodes.judged_by_timestamp(SCons.Builder.Builder(**kw)), report_kind)
 
 
 #: The tool's top folder: the scripts its commands run by path (`_package_embed.py`,

@@ -472,7 +472,6 @@ def host_object(env, s, target, kw, extra_sources=(), pic=False):
         else:
             made = genv._OffloadHostCompile(target, [s] + list(extra_sources))
             _compdb.record(genv, made, [s], "OFFLOAD_HOSTCOM")
-        _nodes.decide_by_timestamp_then_content(made)
         if extra_sources:
             _consume.check_before(env, made)  # the .hipfb clang embeds unread
         # Every clang-built source has a host object: it owns the source's stale per-arch files.
@@ -506,7 +505,6 @@ def host_ir(env, s, target, kw, pic=False):
             pic_overrides(senv, o)
         genv = group_env(env, o)
         made = genv._OffloadHostIR(ir, s)
-        _nodes.decide_by_timestamp_then_content(made)
         _compdb.record(genv, made, [s], "OFFLOAD_HOSTIRCOM")
         return made
 
@@ -541,7 +539,6 @@ def device_objects(env, s, archs, target, kw, ir=None) -> dict:
             genv = group_env(env, dict(common, OFFLOAD_ARCH=arch))
             t = target if target else s.dir.File(stem(s) + device_file_suffix(arch, lang))
             made = genv._OffloadDeviceCompile(t, s)
-            _nodes.decide_by_timestamp_then_content(made)
             if reads_ir:
                 hir = ir if ir is not None else host_ir(env, s, None, kw)[0]
                 env.Depends(made, hir)

@@ -364,13 +364,11 @@ def _split_link_inputs(env, target, items_in, kw, pic):
                                         _OFFLOAD_LANG=_flavours.SPLIT_DEVICE_LINK.language,
                                         _OFFLOAD_CARRIER_REF=ref, _OFFLOAD_DEVLINK_LLVM=llvm, **kw)
             env.Requires(dl, ref)
-            _nodes.decide_by_timestamp_then_content(dl)
             carrier_images.extend(dl)
         else:
             carrier_images.extend(devices[a] for _, devices in split if a in devices)
     carrier = env._OffloadCarrier(target, carrier_images, _OFFLOAD_CARRIER_REF=ref, **kw)
     env.Requires(carrier, ref)
-    _nodes.decide_by_timestamp_then_content(carrier)
     _compile.clean_stale_archs(env, carrier, target.dir, target.name + ".", (".o",), amd)
     objs = []
     for n, parts in items:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import time
 
+import SCons.Builder
 import SCons.Node
 import SCons.Node.FS
 import SCons.Node.Python
@@ -235,11 +236,37 @@ def _timestamp_then_content(node, target, prev_ni, repo_node=None) -> bool:
     return node.changed_timestamp_then_content(target, prev_ni, repo_node)
 
 
-def decide_by_timestamp_then_content(nodes) -> None:
+def decide_by_timestamp_then_content(nodes) -> list:
     """Have SCons decide whether each of `nodes` (files a step of the build writes and another
     reads: nvcc's intermediates, host IR, host and device objects, device links, packages)
     changed by its timestamp, then its content (`_timestamp_then_content`), rather than by the
     environment's decider. The user's own files (sources, headers, the project's objects) keep
-    the project's decider."""
+    the project's decider. SCons sets a node's decider back when a builder is attached to it or
+    it turns from an entry into a file, so this is done after the builder call, on files."""
+    out = []
     for n in nodes:
+        if type(n) is SCons.Node.FS.Entry:   # a target not yet known to be a file: it is one
+            n = n.dir.File(n.name)
         n.Decider(_timestamp_then_content)
+        out.append(n)
+    return out
+
+
+class _JudgedByTimestamp(SCons.Builder.BuilderBase):
+    """A builder whose targets are judged by timestamp, then content, by the steps that read
+    them (`decide_by_timestamp_then_content`, applied to what each call makes)."""
+
+    def __call__(self, env, target=None, source=None, *args, **kw):
+        made = super().__call__(env, target, source, *args, **kw)
+        decide_by_timestamp_then_content(made)
+        return made
+
+
+def judged_by_timestamp(builder):
+    """`builder` (made by `SCons.Builder.Builder`), its targets judged by timestamp, then content
+    (`_JudgedByTimestamp`): every file the tool's builders write is read by its next steps, and
+    with SCons's default decider every null build would hash each of them again (SCons trusts no
+    timestamp younger than `max_drift`, two days). A builder of another class is left as it is."""
+    if type(builder) is SCons.Builder.BuilderBase:
+        builder.__class__ = _JudgedByTimestamp
+    return builder

@@ -42,7 +42,7 @@ from .shell_words import shell_words
 from ..common import builder, pic_overrides, settings
 from .builders import StepAction
 from .plan import Step, PlanShape, is_host_cc
-from .steps import step_command, intermediates, step_signature, step_word
+from .steps import step_command, step_signature, step_word
 
 _OUT = "offload_nvcc_plan_dlink.o"
 _INS = ("offload_nvcc_plan_in1.o", "offload_nvcc_plan_in2.o")   # two, to see where a step puts its inputs
@@ -214,7 +214,6 @@ def device_link(env, target, objs, kw, pic=False) -> list:
         cubin, regc = d.File(f"{name}.{real}.dlink.cubin"), d.File(f"{name}.{real}.dlink.reg.c")
         files = {_INS[0]: ins, _INS[1]: [], st.outputs[0]: _nodes.path(cubin, top), st.outputs[1]: _nodes.path(regc, top)}
         made = step(env._OffloadNvccNvlink, [cubin, regc], inputs, step_command(st, files), _OFFLOAD_NVCC_RARCH=st.real)
-        intermediates(made)
         linked.append(made)
     # fatbinary -link of the linked images, then the host compile of nvcc's link stub, which
     # includes the fat binary and the register file by the names given in -D options: the
@@ -233,5 +232,4 @@ def device_link(env, target, objs, kw, pic=False) -> list:
     cmd = " && ".join([fatbin, "rm -f " + step_word(_nodes.path(fatbin_c, top)[:-2]), host(lambda n: _nodes.abspath(n))])
     sig = " && ".join([fatbin, host(lambda n: _nodes.path(n, top))])
     made = step(env._OffloadNvccDlinkSteps, [out, fatbin_c], [m[0] for m in linked] + [reg], cmd, sig)
-    intermediates(made[1:])
     return [made[0]]

@@ -1,7 +1,9 @@
 """The split graph: the nodes of one source's compile along nvcc's plan (`split_object`), each
 step's command line with nvcc's temporaries renamed to the nodes' files (`step_command`) and its
-signature (`step_signature`), and the decider of the files between the steps
-(`intermediates`). Shared with nvcc's device link (`device_link`)."""
+signature (`step_signature`). The files between the steps are judged by timestamp, then content,
+as every file the tool's builders write is (`common.builder`): with SCons's default decider every
+null build would hash the megabytes of preprocessed text per source and arch again. Shared with
+nvcc's device link (`device_link`)."""
 
 from __future__ import annotations
 
@@ -51,14 +53,6 @@ def step_word(arg: str) -> str:
 
 def step_signature(cmd: str, nvcc_id: str) -> str:
     return re.sub(r"(?<!\$)\$\( \S+ \$\)", "", cmd) + "\0" + nvcc_id
-
-
-def intermediates(nodes) -> None:
-    """The files nvcc's steps write and its next steps read are decided changed by their
-    timestamp, then their content (`scons.nodes.decide_by_timestamp_then_content`): with the
-    default 'content' decider SCons would hash the megabytes of preprocessed text per source and
-    arch on every run."""
-    _nodes.decide_by_timestamp_then_content(nodes)
 
 
 def _out(step: Step) -> str:
@@ -132,7 +126,6 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
     fe = step(env._OffloadNvccFrontEnd, s, cmd, sig, _OFFLOAD_NVCC_II=os.path.join(_nodes.abspath(top), ii),
               _OFFLOAD_NVCC_II_TEMP=True)
     rerun_if_list_used(env, fe, arch_list)
-    intermediates(fe)
     node_of.update({"cudafe1.cpp": fe[0], "module_id": fe[1]})
 
     # Per virtual arch: preprocess, then cicc and the ptxas of each of its SASS archs.
@@ -143,7 +136,6 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
             pp = step(env._OffloadNvccPreprocess, s, command(st, {_out(st): path(f".{v}.cpp1.ii")}),
                       _OFFLOAD_NVCC_VARCH=v, _OFFLOAD_NVCC_II=os.path.join(_nodes.abspath(top), path(f".{v}.cpp1.ii")))
             rerun_if_list_used(env, pp, arch_list)
-            intermediates(pp)
             node_of[f"ii.{v}"] = pp[0]
         elif st.kind == "cicc":
             v = st.virtual
@@ -164,7 +156,6 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
             sig = " && ".join([command(st, files, sign=True)] + cmds[1:])
             made = step(env._OffloadNvccDevice, [node_of[f"ii.{v}"], node_of["module_id"]], " && ".join(cmds), sig,
                         _OFFLOAD_NVCC_VARCH=v, _OFFLOAD_NVCC_RARCHS=[p.real for p in ptxas])
-            intermediates(made)
             node_of.update({f"ptx.{v}": made[0], f"stub.{v}": made[1]})
             for i, p in enumerate(ptxas):
                 node_of[p.outputs[0]] = made[2 + i]
@@ -182,7 +173,6 @@ def split_object(env, senv, s, fat, o: dict, plan: Plan) -> list:
     emb = next(a.split("=", 1)[1] for a in fatbin_step.argv if a.startswith("--embedded-fatbin="))
     files[emb] = path(".fatbin.c")
     fatbin = step(env._OffloadNvccFatbinary, images, command(fatbin_step, files))
-    intermediates(fatbin)
 
     # Host compile: the stub nvcc would include copied to the name cudafe++ wrote into the
     # .cudafe1.cpp, then nvcc's host compile of it (the stub includes the .fatbin.c).
