@@ -61,11 +61,11 @@ def test_progress_counts_what_runs(tmp_path):
     p = _project(tmp_path)
     cp = _scons(p, "-j2", progress="on")
     lines = _progress(cp)
-    # sm_75 only: 2 host IR + 2 host + 2 device compiles, 2 package+embed, 1 link.
-    assert len(lines) == 9, cp.stdout
-    assert [pos for pos, _, _ in lines] == list(range(1, 10))  # in order, under -j2 too
-    assert {total for _, total, _ in lines} == {9}
-    assert cp.stdout.splitlines()[0].startswith("[1/9] ")
+    # sm_75 only: 2 host IR + 2 host + 2 device compiles, the program's package+embed, 1 link.
+    assert len(lines) == 8, cp.stdout
+    assert [pos for pos, _, _ in lines] == list(range(1, 9))  # in order, under -j2 too
+    assert {total for _, total, _ in lines} == {8}
+    assert cp.stdout.splitlines()[0].startswith("[1/8] ")
     # Null build: no action, no line.
     assert _scons(p, "-j2", progress="on").stdout.strip() == "scons: `.' is up to date."
     # One source changed: only its actions are counted (host IR, host, device, package+embed, link).
@@ -199,7 +199,7 @@ def test_report_on_a_tree_built_without_it_says_no_timings_were_recorded(tmp_pat
     _scons(p, cache)  # built without the report
     cp = _scons(p, cache, "--offload-report=out/report.html")  # nothing to build: no action is timed
     r = json.loads((p.root / "out/report.json").read_text())
-    assert r["actions"] == [] and r["per_arch"] == {} and r["untimed_actions"] == 9
+    assert r["actions"] == [] and r["per_arch"] == {} and r["untimed_actions"] == 8
     command = r["record_timings"]
     clean, build = command.split(" && ")
     assert shlex.split(clean)[:2] == ["scons", "-c"] and cache in shlex.split(clean)
@@ -222,16 +222,16 @@ def test_report_on_a_tree_built_without_it_says_no_timings_were_recorded(tmp_pat
     p.write("src/kern.cpp", KERN_CPP.replace("s += i", "s += 2 * i"))
     _scons(p, cache, "--offload-report=out/report.html")
     r = json.loads((p.root / "out/report.json").read_text())
-    assert len(r["actions"]) == 5 and r["untimed_actions"] == 4
-    assert r["timings_note"].startswith("4 of 9 actions of this build have no recorded time")
+    assert len(r["actions"]) == 5 and r["untimed_actions"] == 3
+    assert r["timings_note"].startswith("3 of 8 actions of this build have no recorded time")
     sections = _sections((p.root / "out/report.html").read_text())
-    assert all("4 of 9 actions" in sections[title] for title in TIMED_SECTIONS)
+    assert all("3 of 8 actions" in sections[title] for title in TIMED_SECTIONS)
 
     # The commands the report gives record every action's time (run, not taken from the cache);
     # then nothing is said.
     built = _run_as_said(p, r["record_timings"])
     r = json.loads((p.root / "out/report.json").read_text())
-    assert len(r["actions"]) == 9 and r["untimed_actions"] == 0 and r["timings_note"] is None
+    assert len(r["actions"]) == 8 and r["untimed_actions"] == 0 and r["timings_note"] is None
     assert all(a["status"] == "built" and a["wall_s"] > 0 for a in r["actions"])
     assert sum(g["wall_s"] for g in r["per_arch"].values()) > 0
     page = (p.root / "out/report.html").read_text()

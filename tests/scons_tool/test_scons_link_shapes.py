@@ -277,11 +277,11 @@ env.OffloadSharedLibrary('shlib/bar', ['src/k.cpp'])
 """
 
 
-@pytest.mark.parametrize("steps", [("archs=sm_80", "archs=sm_80,gfx90a"),
+@pytest.mark.parametrize("steps", [("archs=sm_80 split=0", "archs=sm_80,gfx90a"),
                                    ("archs=gfx90a", "archs=gfx90a split=0")])
 def test_clean_after_the_split_turns_on_or_off(tmp_path, steps):
-    """A link built from fat objects and then split (an AMD arch added), or split and then not:
-    `scons -c` with the last settings removes the files of both ways."""
+    """A link built from fat objects and then split (the split turned on, an AMD arch added), or
+    split and then not: `scons -c` with the last settings removes the files of both ways."""
     need_tool("clang-19")
     files = {"SConstruct": SWITCH_SCONSTRUCT, "app/off.cpp": OFF_CONSUMER, "src/k.cpp": LIB_K}
     p = Project(tmp_path / "p", files)

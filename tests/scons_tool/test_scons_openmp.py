@@ -55,13 +55,22 @@ def _offload_archs(path) -> list[str]:
 
 
 def test_full_null_edit_and_run(proj):
-    # Without AMD archs the program links the fat objects: one package+embed per source.
+    # An OpenMP program links its host objects plus one carrier of the device images (one
+    # PACKAGE+EMBED, no package and fat object per source).
     cp = proj.scons("archs=sm_75")
     c = counts(cp)
     assert (c["HOSTIR"], c["HOST"], c["DEVICE"], c["PACKAGE"], c["EMBED"], c["DEVICELINK"], c["LINK"]) == \
-        (2, 2, 2, 2, 2, 0, 1)
-    assert _offload_archs(proj.root / "src/main.o") == ["sm_75"]
+        (2, 2, 2, 1, 1, 0, 1)
+    assert _offload_archs(proj.root / "app.offload.o") == ["sm_75", "sm_75"]
+    assert not (proj.root / "src/main.o").exists() and not (proj.root / "src/main.pkg").exists()
     assert proj.up_to_date("archs=sm_75")
+    # The same program as the linker wrapper makes from fat objects (one package+embed per source).
+    cp = proj.scons("archs=sm_75", "split=0", "out=app_std")
+    assert counts(cp)["EMBED"] == 2
+    from offload_tool.ops.extract import find_offload_images
+    carried, fat = ([(f.image.strings["arch"], bytes(f.image.image))
+                     for f in find_offload_images((proj.root / n).read_bytes(), n)] for n in ("app", "app_std"))
+    assert carried == fat and [arch for arch, _ in carried] == ["sm_75"]
     # With an AMD arch, its device link is a node of its own (DEVICELINK) and the program links
     # the host objects plus one carrier of the device images (one PACKAGE+EMBED).
     cp = proj.scons("archs=sm_75,gfx90a")
@@ -123,13 +132,13 @@ def test_add_and_remove_arch(proj):
     c = counts(cp)
     assert c["HOST"] == 0, cp.stdout
     assert device_archs(cp) == {"sm_80": 2}, cp.stdout
-    assert (c["PACKAGE"], c["EMBED"], c["LINK"]) == (2, 2, 1)
-    assert _offload_archs(proj.root / "src/kern.o") == ["sm_75", "sm_80"]
+    assert (c["PACKAGE"], c["EMBED"], c["LINK"]) == (1, 1, 1)
+    assert _offload_archs(proj.root / "app.offload.o") == ["sm_75", "sm_75", "sm_80", "sm_80"]
     # Removing an arch compiles nothing.
     cp = proj.scons("archs=sm_80")
     c = counts(cp)
     assert c["HOST"] == 0 and c["DEVICE"] == 0, cp.stdout
-    assert _offload_archs(proj.root / "src/kern.o") == ["sm_80"]
+    assert _offload_archs(proj.root / "app.offload.o") == ["sm_80", "sm_80"]
     assert _run_app(proj) == "main 1.5 kern 4950\n"
 
 

@@ -102,9 +102,13 @@ def test_split_device_link_graph(mkenv):
     # (A CUDA-only link is clang's CUDA link: its images name their archs, no OpenMP runtime.)
     cuda = env.OffloadProgram("cuda_app", ["src/k.cu"])
     assert b"--offload-link" in _sig(cuda[0]) and b"gfx" not in _sig(cuda[0]) and b"-fopenmp" not in _sig(cuda[0])
-    # NVIDIA archs only: nothing to split.
+    # NVIDIA archs only: no device link to split, but the OpenMP images go into one carrier all
+    # the same (no package and fat object per source); CUDA with clang keeps its fat objects.
     env = mkenv(OFFLOAD_ARCHS=["sm_80"])
-    assert _names(env.OffloadProgram("app4", ["src/a.c"])[0].sources) == ["src/a.o"]
+    prog = env.OffloadProgram("app4", ["src/a.c"])
+    assert _names(prog[0].sources) == ["src/a.host.o", "app4.offload.o"]
+    assert _names(prog[0].sources[-1].sources) == ["src/a.sm_80.o"]
+    assert _names(env.OffloadProgram("cuda_app2", ["src/k.cu"])[0].sources) == ["src/k.o"]
 
 
 def test_each_device_compile_is_its_own_node(mkenv):

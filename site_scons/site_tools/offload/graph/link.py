@@ -319,6 +319,16 @@ def _note(senv, message: str) -> None:
     sys.stderr.write(f"offload: note: {message}\n")
 
 
+def _openmp_images_only(items) -> bool:
+    """Some of a link's inputs carry OpenMP device images, and every image they carry is OpenMP's:
+    with NVIDIA archs only, such a program's images go into one carrier as well (no package and
+    fat object per source: two files fewer per source, and SCons's cost follows the files). CUDA
+    with clang keeps its fat objects."""
+    devices = [d for _, p in items if p not in ("keep", None) for d in p[1].values()]
+    return bool(devices) and all((getattr(_nodes.marks(d), "offload_image", None) or {}).get("kind") == "openmp"
+                                 for d in devices)
+
+
 def _split_link_inputs(env, target, items_in, kw, pic):
     """The inputs of a final link whose AMD OpenMP device links are nodes of their own, or None
     to let clang-linker-wrapper link all device code inside the final link.
@@ -341,9 +351,11 @@ def _split_link_inputs(env, target, items_in, kw, pic):
             archs.extend(a for a in p[1] if a not in archs)
     amd = [a for a in archs if _archs.vendor(a) == "amd"
            and any(p not in ("keep", None) and a in p[1] and p[1][a].name.endswith(".bc") for _, p in items)]
-    if not amd:
+    if not amd and not _openmp_images_only(items):
         return None
     unknown = [str(n) for n, p in items if p is None]
+    if unknown and not amd:
+        return None
     if unknown:
         _note(senv, f"{target}: AMD device code is linked inside the final link: '{unknown[0]}' is not built by "
                     "the offload builders and may carry device code (use OffloadObject, or "
@@ -351,7 +363,8 @@ def _split_link_inputs(env, target, items_in, kw, pic):
         return None
     reason = _libraries.device_code_reason(senv)
     if reason:
-        _note(senv, f"{target}: AMD device code is linked inside the final link: {reason}")
+        if amd:
+            _note(senv, f"{target}: AMD device code is linked inside the final link: {reason}")
         return None
     split = [p for _, p in items if p != "keep"]
     ref = split[0][0]
