@@ -2,9 +2,8 @@
 """Scale benchmark of the offload SCons tool against the usual way of building offload code.
 
 Generates a project of N OpenMP C sources x M offload archs (default 100 x 4) twice:
-  - "offload": `env.OffloadProgram(...)` (host once + one device node per (source, arch); with AMD
-    archs one DEVICELINK per AMD arch and one carrier of the device images, else package + embed per
-    source; then the link);
+  - "offload": `env.OffloadProgram(...)` (host once + one device node per (source, arch); one
+    DEVICELINK per AMD arch; one carrier of the device images; then the link);
   - "usual":   one `clang -fopenmp --offload-arch=a,b,c,d -c` per source under SCons, then the link
     (what CMake, Meson and friends do).
 and measures, for each: the full build at -jJOBS, the null build, and the rebuild after adding one
