@@ -87,6 +87,9 @@ class Flavour:
     #: Its device objects are images the linker wrapper links, so an AMD arch's may be linked in
     #: a `DEVICELINK` node of its own (see `graph.link._split_link_inputs`).
     split_device_link = False
+    #: A program of its objects links one carrier of their device images even when no arch needs
+    #: a device link of its own (no package and fat object per source; see `graph.link`).
+    carrier_without_device_link = False
     #: The language runtime its objects need at link time (`Runtime`), if any.
     runtime: Runtime | None = None
     #: Checks (`settings.checks`) that say before the build what keeps it from building in an

@@ -33,6 +33,9 @@ class OpenMPClang(Clang):
 
     name = "openmp-clang"
     language = "openmp"
+    # With NVIDIA archs only, a program's images go into one carrier too (two files fewer per
+    # source); its images are the ones the wrapper links from fat objects.
+    carrier_without_device_link = True
     checks = (_settings_check.openmp_runtime, _settings_check.amd_device_libs, _settings_check.openmp_nvidia_cubins)
     dist = Policy(
         stays="OpenMP compiles run here, without sccache",

@@ -319,14 +319,14 @@ def _note(senv, message: str) -> None:
     sys.stderr.write(f"offload: note: {message}\n")
 
 
-def _openmp_images_only(items) -> bool:
-    """Some of a link's inputs carry OpenMP device images, and every image they carry is OpenMP's:
-    with NVIDIA archs only, such a program's images go into one carrier as well (no package and
-    fat object per source: two files fewer per source, and SCons's cost follows the files). CUDA
-    with clang keeps its fat objects."""
-    devices = [d for _, p in items if p not in ("keep", None) for d in p[1].values()]
-    return bool(devices) and all((getattr(_nodes.marks(d), "offload_image", None) or {}).get("kind") == "openmp"
-                                 for d in devices)
+def _carried_without_device_link(items) -> bool:
+    """Some of a link's inputs carry device images, and each is of a flavour whose programs link
+    one carrier of them even without an AMD device link (`Flavour.carrier_without_device_link`:
+    OpenMP; no package and fat object per source, two files fewer per source, and SCons's cost
+    follows the files). CUDA with clang keeps its fat objects."""
+    split = [p for _, p in items if p not in ("keep", None) and p[1]]
+    return bool(split) and all(getattr(_flavours.of_node(host), "carrier_without_device_link", False)
+                               for host, _ in split)
 
 
 def _split_link_inputs(env, target, items_in, kw, pic):
@@ -338,8 +338,10 @@ def _split_link_inputs(env, target, items_in, kw, pic):
     each AMD arch is a `DEVICELINK` node (see `_device_link.py`) that only re-runs when its own device
     objects change; the link takes the host objects plus one carrier object holding the NVIDIA images
     and the linked AMD objects (each the object the wrapper's own code generator wrote), and gives
-    a byte-identical device image. Used only when every input is the tool's own and no library in
-    `LIBS` may carry device code (see `_libraries`); `OFFLOAD_SPLIT_DEVICE_LINK=False` turns it off."""
+    a byte-identical device image. Without AMD archs an OpenMP program takes the same shape, its
+    carrier holding only images (`_carried_without_device_link`). Used only when every input is the tool's
+    own and no library in `LIBS` may carry device code (see `_libraries`);
+    `OFFLOAD_SPLIT_DEVICE_LINK=False` turns it off."""
     senv = settings(env, kw)
     if not senv.get("OFFLOAD_SPLIT_DEVICE_LINK"):
         return None
@@ -351,7 +353,7 @@ def _split_link_inputs(env, target, items_in, kw, pic):
             archs.extend(a for a in p[1] if a not in archs)
     amd = [a for a in archs if _archs.vendor(a) == "amd"
            and any(p not in ("keep", None) and a in p[1] and p[1][a].name.endswith(".bc") for _, p in items)]
-    if not amd and not _openmp_images_only(items):
+    if not amd and not _carried_without_device_link(items):
         return None
     unknown = [str(n) for n, p in items if p is None]
     if unknown and not amd:
