@@ -356,12 +356,11 @@ def _split_link_inputs(env, target, items_in, kw, pic):
     if not amd and not _carried_without_device_link(items):
         return None
     unknown = [str(n) for n, p in items if p is None]
-    if unknown and not amd:
-        return None
     if unknown:
-        _note(senv, f"{target}: AMD device code is linked inside the final link: '{unknown[0]}' is not built by "
-                    "the offload builders and may carry device code (use OffloadObject, or "
-                    "OFFLOAD_LANG='host' for plain host sources)")
+        if amd:
+            _note(senv, f"{target}: AMD device code is linked inside the final link: '{unknown[0]}' is not built "
+                        "by the offload builders and may carry device code (use OffloadObject, or "
+                        "OFFLOAD_LANG='host' for plain host sources)")
         return None
     reason = _libraries.device_code_reason(senv)
     if reason:

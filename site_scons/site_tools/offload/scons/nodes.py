@@ -236,20 +236,17 @@ def _timestamp_then_content(node, target, prev_ni, repo_node=None) -> bool:
     return node.changed_timestamp_then_content(target, prev_ni, repo_node)
 
 
-def decide_by_timestamp_then_content(nodes) -> list:
+def decide_by_timestamp_then_content(nodes) -> None:
     """Have SCons decide whether each of `nodes` (files a step of the build writes and another
     reads: nvcc's intermediates, host IR, host and device objects, device links, packages)
     changed by its timestamp, then its content (`_timestamp_then_content`), rather than by the
     environment's decider. The user's own files (sources, headers, the project's objects) keep
     the project's decider. SCons sets a node's decider back when a builder is attached to it or
     it turns from an entry into a file, so this is done after the builder call, on files."""
-    out = []
     for n in nodes:
         if type(n) is SCons.Node.FS.Entry:   # a target not yet known to be a file: it is one
-            n = n.dir.File(n.name)
+            n = n.dir.File(n.name)           # (the same node, turned into a file)
         n.Decider(_timestamp_then_content)
-        out.append(n)
-    return out
 
 
 class _JudgedByTimestamp(SCons.Builder.BuilderBase):
