@@ -7,8 +7,10 @@ with nvcc for sm_80 + sm_90) builds through it; the tool runs its compiles throu
 server of its own (`_dist`) whose configuration carries the toolchain of the HIP device compiles.
 Counted per kind from that server's `--show-stats` (sccache counts distributed compiles per build
 server only, so each kind is built on its own): every HIP device compile and nvcc's per-arch
-cicc/ptxas steps go to the build servers, OpenMP compiles for an AMD arch stay here (OpenMP for
-NVIDIA archs goes whole: tests/servers/test_scons_openmp_sccache_dist.py); the programs are
+cicc/ptxas steps go to the build servers, and every OpenMP source for sm_80 + gfx90a goes whole,
+math functions included (the tool's AMD math header), while the one with complex arithmetic is
+compiled again here, said once (NVIDIA-only OpenMP projects, shapes and the entry table:
+tests/servers/test_scons_openmp_sccache_dist.py); the programs are
 byte-identical to a local build (HIP; OpenMP's NVPTX objects vary between local builds already) and `offload-tool verify` accepts them; a build
 server killed while it compiles costs the build nothing.
 
@@ -25,7 +27,7 @@ import pytest
 
 from conftest import console_script, need_tool
 from scons_helpers import REPO, Project, actions, scons_env
-from scons_samples import KERN_CPP, MAIN_C, SAXPY_CU
+from scons_samples import KERN_CPP, SAXPY_CU
 from sccache_dist_cluster import SCONSTRUCT_SCCACHE_ENV, SccacheDistCluster, stop_tool_servers, tool_sccache, tool_servers, unavailable_reason
 
 pytestmark = pytest.mark.slow
@@ -36,7 +38,7 @@ SCONS_TIMEOUT = 400
 SCONSTRUCT = SCONSTRUCT_SCCACHE_ENV + """env = Environment(tools=['default', 'offload'], ENV=penv, OFFLOAD_CLANG='clang-19',
                   OFFLOAD_ARCHS=['sm_80', 'sm_90', 'gfx90a', 'gfx1030'],
                   OFFLOAD_LAUNCHER=ARGUMENTS.get('launcher', ''))
-env.OffloadProgram('app', ['src/main.c', 'src/kern.cpp'], OFFLOAD_ARCHS=['sm_80', 'gfx90a'])
+env.OffloadProgram('app', ['src/main.c', 'src/kern.cpp', 'src/phys.cpp', 'src/cplx.c'], OFFLOAD_ARCHS=['sm_80', 'gfx90a'])
 env.OffloadProgram('vadd', ['src/vadd.hip', 'src/scale.hip'])
 env.OffloadProgram('saxpy', ['src/saxpy.cu'], OFFLOAD_CUDA_COMPILER='nvcc')
 """
@@ -61,7 +63,44 @@ __global__ void scale(float *a, float s) { a[threadIdx.x] *= s; }
 float scale_host(float s) { return s * 3.0f; }
 """
 
-EXPECT = {"app": "main 1.5 kern 4950\n", "vadd": "vadd host 6\n", "saxpy": "saxpy host\n"}
+OMP_MAIN_C = """
+#include <stdio.h>
+double kern(int n);
+double phys(int n);
+double cplx(void);
+int main(void) {
+  double s = 0;
+#pragma omp target map(tofrom: s)
+  s = 1.5;
+  printf("main %g kern %g phys %.4f cplx %.4f\\n", s, kern(100), phys(8), cplx());
+  return 0;
+}
+"""
+
+# Math in a target region: for gfx90a its functions come from clang's AMD math wrappers.
+PHYS_CPP = """
+#include <cmath>
+extern "C" double phys(int n) {
+  double s = 0;
+#pragma omp target teams distribute parallel for reduction(+:s) map(tofrom:s)
+  for (int i = 0; i < n; i++) s += std::exp(-0.5 * i) * std::sin(0.25 * i) + std::pow(float(i), 0.5f);
+  return s;
+}
+"""
+
+# Complex arithmetic in a target region: its runtime functions reach device code only in a
+# compile made from the files.
+CPLX_C = """
+#include <complex.h>
+double cplx(void) {
+  double _Complex a = 1 + 2 * I, b = 3 + 4 * I, r = 0;
+#pragma omp target map(tofrom: r)
+  { r = a * b / (a + b); }
+  return creal(r) + cimag(r);
+}
+"""
+
+EXPECT = {"app": "main 1.5 kern 4950 phys 14.2273 cplx 2.1154\n", "vadd": "vadd host 6\n", "saxpy": "saxpy host\n"}
 
 
 def _sccache() -> str:
@@ -80,7 +119,8 @@ def cluster(tmp_path_factory):
 
 
 def _project(root: Path) -> Project:
-    return Project(root, {"SConstruct": SCONSTRUCT, "src/main.c": MAIN_C, "src/kern.cpp": KERN_CPP,
+    return Project(root, {"SConstruct": SCONSTRUCT, "src/main.c": OMP_MAIN_C, "src/kern.cpp": KERN_CPP,
+                          "src/phys.cpp": PHYS_CPP, "src/cplx.c": CPLX_C,
                           "src/vadd.hip": VADD_HIP, "src/scale.hip": SCALE_HIP, "src/saxpy.cu": SAXPY_CU})
 
 
@@ -92,19 +132,31 @@ def _scons(p: Project, *args, env: dict, check: bool = True) -> subprocess.Compl
     return p.scons(*args, check=check, env=env, jobs=2, timeout=SCONS_TIMEOUT)
 
 
-def _server(p: Project) -> dict:
-    """What the tool wrote of its sccache server (socket, configuration, scheduler's answer)."""
+def _servers(p: Project) -> list[dict]:
+    """What the tool wrote of its sccache servers (socket, configuration, scheduler's answer): one
+    per set of the tool's settings (here the OpenMP program's and the HIP and CUDA programs')."""
     found = tool_servers(p.root)
-    assert len(found) == 1, found
-    return found[0]
+    assert found, "the tool started no sccache server"
+    return found
 
 
-def _tool_sccache(p: Project, env: dict, *args) -> subprocess.CompletedProcess:
-    return tool_sccache(_server(p), *args, env=env)
+def _tool_sccache(p: Project, env: dict, *args) -> None:
+    for server in _servers(p):
+        tool_sccache(server, *args, env=env)
 
 
 def _stats(p: Project, env: dict) -> dict:
-    return json.loads(_tool_sccache(p, env, "--show-stats", "--stats-format", "json").stdout)["stats"]
+    """The tool's servers' statistics, summed (the counters these tests read)."""
+    total: dict = {"dist_compiles": {}, "dist_errors": 0, "compile_fails": 0, "cache_misses": {"adv_counts": {}}}
+    for server in _servers(p):
+        st = json.loads(tool_sccache(server, "--show-stats", "--stats-format", "json", env=env).stdout)["stats"]
+        for addr, n in (st.get("dist_compiles") or {}).items():
+            total["dist_compiles"][addr] = total["dist_compiles"].get(addr, 0) + n
+        total["dist_errors"] += st["dist_errors"]
+        total["compile_fails"] += st["compile_fails"]
+        for kind, n in st["cache_misses"]["adv_counts"].items():
+            total["cache_misses"]["adv_counts"][kind] = total["cache_misses"]["adv_counts"].get(kind, 0) + n
+    return total
 
 
 def _distributed(stats: dict) -> int:
@@ -129,11 +181,12 @@ def _device_compiles(cp, suffix: str) -> int:
     return sum(1 for kind, rest in actions(cp) if kind == "DEVICE" and rest.strip().endswith(suffix))
 
 
-def test_mixed_project_distributes_hip_and_nvcc_device_compiles_and_keeps_amd_openmp_here(cluster, tmp_path):
+def test_mixed_project_distributes_hip_nvcc_and_amd_openmp_device_compiles(cluster, tmp_path):
     p = _project(tmp_path / "proj")
     env = _build_env(cluster, tmp_path / "cache")
     # The local build, for comparison (no launcher).
     _scons(p, env=env)
+    _run_and_verify(p)
     # HIP only: two clean local builds of the OpenMP program already differ (the order of symbols
     # in its NVPTX device objects varies from run to run).
     local = {x: (p.root / x).read_bytes() for x in ("vadd",)}
@@ -141,13 +194,16 @@ def test_mixed_project_distributes_hip_and_nvcc_device_compiles_and_keeps_amd_op
 
     launcher = f"launcher={_sccache()}"
     try:
-        # OpenMP with an AMD arch: compiled here, nothing distributed; said once, with the reason.
+        # OpenMP with an AMD arch: each source one job, sent whole (math included); the source
+        # with complex arithmetic is compiled again here, said with why.
         cp = _scons(p, launcher, "app", env=env)
         out = cp.stdout + cp.stderr
-        assert out.count("OpenMP compiles run here, without sccache") == 1, out
-        assert "entry names come from the source file's device and inode" in out and "AMD math wrappers" in out
-        assert _device_compiles(cp, ".c") == 2 and _device_compiles(cp, ".cpp") == 2
-        assert not (p.root / ".offload-dist").exists(), "an OpenMP-only build started an sccache server"
+        assert "OpenMP compiles run here" not in out, out
+        assert [k for k, _ in actions(cp)].count("FAT") == 4 and _device_compiles(cp, ".c") == 0, cp.stdout
+        st = _stats(p, env)
+        assert _distributed(st) == 4 and st["dist_errors"] == 0 and st["compile_fails"] == 0, st
+        assert out.count("compiled here") == 1 and "'src/cplx.c': its code calls __divdc3, __muldc3" in out, out
+        _tool_sccache(p, env, "-z")
 
         # HIP: every per-arch device compile (2 sources x 2 archs) goes to the build servers; the
         # host compiles stay here (said once, why).

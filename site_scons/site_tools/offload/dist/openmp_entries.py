@@ -31,6 +31,7 @@ from offload_tool.errors import OffloadError
 
 from ..scons import nodes as _nodes
 from ..toolchain import discovery as _toolchain
+from . import openmp_wrappers as _wrappers
 
 # `offload_tool.ops.verify` (every format module) and `dist.sccache` are imported where a fat
 # object is read or compiled again: every SConstruct that loads the tool imports this module, and
@@ -95,9 +96,16 @@ def _compile_here(target, source, env) -> None:
 
 def check_made(target, source, env) -> None:
     """After `target`, the fat object of `source`, was made: record its entry names, or, when one
-    is another source's, compile it here and record those."""
+    is another source's, compile it here and record those. An object whose device code may call
+    what the inlined text left out (`openmp_wrappers.needs_files`) is compiled here first."""
     table = _table_path(env)
     src = _nodes.abspath(source)
+    missing = _wrappers.needs_files(_nodes.abspath(target))
+    if missing:
+        sys.stderr.write(f"offload: note: '{source}': its code calls {', '.join(sorted(missing))} (complex "
+                         "arithmetic), which clang's OpenMP wrappers give device code only in a compile made from "
+                         "the files; compiled here\n")
+        _compile_here(target, source, env)
     try:
         names = _names(_nodes.abspath(target))
     except (OSError, OffloadError) as exc:

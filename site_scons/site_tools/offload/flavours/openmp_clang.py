@@ -4,6 +4,7 @@ read from the source's host IR, packaged and embedded beside the host object; th
 
 from __future__ import annotations
 
+from ..dist import openmp_wrappers as _dist_wrappers
 from ..dist import sccache as _dist
 from ..dist.sccache import Policy
 from ..graph import compile as _compile
@@ -23,7 +24,7 @@ def _one_job_refused(env) -> bool:
     policy says the three reasons)."""
     if _toolchain.clang_major(env) < WHOLE_SINCE or _compile.fat_xarch_words(env) is None:
         return True
-    return any(_archs.vendor(a) == "amd" for a in canonical(env))
+    return any(_archs.vendor(a) == "amd" for a in canonical(env)) and _dist_wrappers.amd_math_header(env) is None
 
 
 class OpenMPClang(Clang):
@@ -43,8 +44,9 @@ class OpenMPClang(Clang):
             f"it, so host and device code must be one job on the server, which clang older than {WHOLE_SINCE} cannot "
             "make, nor one given host and device flags its -Xarch_device refuses (a device optimisation level other "
             "than -O0 or -O3 beside another host one, a device-only flag whose value is the next word), nor one for "
-            "an AMD arch: the source the server gets is preprocessed as the host reads it, which leaves out clang's "
-            "AMD math wrappers (math functions reach the AMD device link undefined)",
+            "an AMD arch whose clang's OpenMP math wrappers include other AMD headers than the tool's header gives "
+            "in their place (the source the server gets is preprocessed as the host reads it, which leaves out "
+            "clang's AMD math wrappers: math functions would reach the AMD device link undefined)",
         packed=True, whole=True, stays_if=lambda env: _one_job_refused(env))
 
     def whole(self, senv) -> bool:

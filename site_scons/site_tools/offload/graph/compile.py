@@ -23,6 +23,7 @@ from offload_tool.rules.target_id import AMDGCN_TRIPLE
 
 from ..settings import archs as _archs
 from ..dist import openmp_entries as _dist_entries
+from ..dist import openmp_wrappers as _dist_wrappers
 from ..insight import compdb as _compdb
 from . import consume as _consume
 from . import host_ir as _host_ir
@@ -569,6 +570,9 @@ def fat_object(env, s, fat, archs, kw, pic=False):
     made = genv._OffloadFatCompile(fat, s)
     for n in made:
         _nodes.marks(n).offload_fat_job = True
+    amd_math = _dist_wrappers.amd_math_header(senv) if any(_archs.vendor(a) == "amd" for a in archs) else None
+    if amd_math:
+        env.Depends(made, env.File(amd_math))
     _compdb.record(genv, made, [s], "OFFLOAD_FATCOM")
     clean_stale_archs(env, made, s.dir, stem(s) + ".", (".o", ".bc"), [])
     return made
@@ -587,7 +591,8 @@ def fat_flags(target, source, env, for_signature):
     source with its includes inlined here (`rewrite_includes_only`), as the host side reads them;
     a device job reads `<math.h>` through clang's wrappers (which map `sin` to the device's
     libraries), so the wrappers are inlined too, and a host side that reads them through is
-    the same code."""
+    the same code. With an AMD arch, the tool's header of clang's AMD math wrappers is given too
+    (`dist.openmp_wrappers`)."""
     archs = [a for a in str(env.get("_OFFLOAD_FAT_ARCHS", "")).split(",") if a]
     vendors = {_archs.vendor(a) for a in archs}
     flags = ["-fopenmp"] + (["--offload-arch=" + ",".join(archs)] if archs else [])
@@ -595,6 +600,9 @@ def fat_flags(target, source, env, for_signature):
     wrappers = _toolchain.print_file_name(env, env.subst("$OFFLOAD_CLANG"), "include/openmp_wrappers")
     if wrappers and archs:
         flags += ["-isystem", wrappers]
+    amd_math = _dist_wrappers.amd_math_header(env) if "amd" in vendors else None
+    if amd_math:
+        flags += ["-include", amd_math]   # what the inlined text leaves out for AMD (`dist.openmp_wrappers`)
     return flags
 
 
