@@ -226,3 +226,43 @@ def test_complex_arithmetic_in_the_inlined_text_needs_the_files(tmp_path):
     other.write_text(MATH_KERNEL)
     assert job.run("-c", other, "-o", tmp_path / "m.o").returncode == 0
     assert openmp_wrappers.needs_files(str(tmp_path / "m.o")) == set()
+
+
+def test_the_inlined_text_decides_every_if_for_the_host(tmp_path):
+    """Why a source whose `#if` tests a device's macro is compiled here: `-frewrite-includes`
+    evaluates every `#if` and `#elif` where it runs (the host side) and keeps only `#ifdef`, so
+    the AMD device code made from the inlined text takes the host's branch."""
+    clang = need_tool("clang-19")
+    src = tmp_path / "t.c"
+    src.write_text("#if defined(__AMDGCN__)\nint by_if = 1;\n#else\nint by_if = 0;\n#endif\n"
+                   "#ifdef __AMDGCN__\nint by_ifdef = 1;\n#else\nint by_ifdef = 0;\n#endif\n")
+    flags = [clang, "-fopenmp", "--offload-arch=gfx90a", "-nogpulib"]
+    rw = tmp_path / "t.rw.c"
+    assert subprocess.run([*flags, "-E", "-frewrite-includes", str(src), "-o", str(rw)], timeout=120).returncode == 0
+
+    def device_text(path):
+        cp = subprocess.run([*flags, "--offload-device-only", "-E", str(path)], capture_output=True, text=True,
+                            timeout=120)
+        assert cp.returncode == 0, cp.stderr
+        return cp.stdout
+
+    assert "int by_if = 1;" in device_text(src) and "int by_ifdef = 1;" in device_text(src)
+    assert "int by_if = 0;" in device_text(rw) and "int by_ifdef = 1;" in device_text(rw)
+
+
+def test_a_device_if_in_the_source_or_its_headers_is_found(tmp_path):
+    """`openmp_sources.device_conditional`: an `#if` / `#elif` naming a device's macro in the
+    source or a header it includes (its folder, `CPPPATH`), with its line; `#ifdef` is not one."""
+    from offload.graph import openmp_sources
+
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "dev.h").write_text("#pragma once\n\n#if 0\n#elif defined(__NVPTX__) && X\n#endif\n")
+    (tmp_path / "plain.h").write_text("#ifdef __AMDGCN__\nint a;\n#endif\n#if __STDC_VERSION__ > 1\n#endif\n")
+    (tmp_path / "a.c").write_text('#include "plain.h"\nint f(void);\n')
+    (tmp_path / "b.c").write_text('#include "plain.h"\n#include <dev.h>\n')
+    (tmp_path / "c.c").write_text("#if __has_builtin(__builtin_amdgcn_workitem_id_x)\n#endif\n")
+    env = SCons.Environment.Environment(tools=[], CPPPATH=[str(tmp_path / "inc")])
+    assert openmp_sources.device_conditional(env, env.File(str(tmp_path / "a.c"))) is None
+    assert openmp_sources.device_conditional(env, env.File(str(tmp_path / "b.c"))) == (
+        str(tmp_path / "inc" / "dev.h"), 4, "__NVPTX__")
+    assert openmp_sources.device_conditional(env, env.File(str(tmp_path / "c.c")))[1:] == (1, "__has_builtin")

@@ -94,13 +94,14 @@ def _compile_here(target, source, env) -> None:
                                       status=cp.returncode, exitstatus=cp.returncode)
 
 
-def check_made(target, source, env) -> None:
+def check_made(target, source, env, sent: bool = True) -> None:
     """After `target`, the fat object of `source`, was made: record its entry names, or, when one
-    is another source's, compile it here and record those. An object whose device code may call
-    what the inlined text left out (`openmp_wrappers.needs_files`) is compiled here first."""
+    is another source's, compile it here and record those. An object a build server made (`sent`)
+    whose device code may call what the inlined text left out (`openmp_wrappers.needs_files`) is
+    compiled here first."""
     table = _table_path(env)
     src = _nodes.abspath(source)
-    missing = _wrappers.needs_files(_nodes.abspath(target))
+    missing = _wrappers.needs_files(_nodes.abspath(target)) if sent else set()
     if missing:
         sys.stderr.write(f"offload: note: '{source}': its code calls {', '.join(sorted(missing))} (complex "
                          "arithmetic), which clang's OpenMP wrappers give device code only in a compile made from "

@@ -566,6 +566,10 @@ def fat_object(env, s, fat, archs, kw, pic=False):
     o["_OFFLOAD_FAT_ARCHS"] = ",".join(archs)
     if pic:
         pic_overrides(senv, o)
+    here = _openmp_sources.device_conditional(senv, s)
+    if here:
+        o["_OFFLOAD_LAUNCH"] = ""   # compiled here, from the files (see `_note_device_conditional`)
+        _note_device_conditional(s, *here)
     genv = group_env(env, o)
     made = genv._OffloadFatCompile(fat, s)
     for n in made:
@@ -578,10 +582,24 @@ def fat_object(env, s, fat, archs, kw, pic=False):
     return made
 
 
+_noted_here: set[str] = set()
+
+
+def _note_device_conditional(s, path: str, line: int, macro: str) -> None:
+    """Once per source and build: why its one job runs here rather than on a build server."""
+    key = _nodes.path(s.srcnode())
+    if key in _noted_here:
+        return
+    _noted_here.add(key)
+    sys.stderr.write(f"offload: note: '{key}': an #if at {path}:{line} tests {macro}, which the text sent to a build "
+                     "server would have decided for the host side (clang's -frewrite-includes evaluates #if and "
+                     "#elif; #ifdef stays): compiled here\n")
+
+
 def _after_fat_compile(target, source, env, status) -> None:
     _after_compile(target, source, env, status, host_side=True)
     if not status:
-        _dist_entries.check_made(target[0], source[0], env)
+        _dist_entries.check_made(target[0], source[0], env, sent=env.get("_OFFLOAD_LAUNCH") != "")
 
 
 def fat_flags(target, source, env, for_signature):

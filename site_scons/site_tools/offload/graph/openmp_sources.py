@@ -35,21 +35,48 @@ from .common import read_path, scanned_files
 _CONSTRUCT = re.compile(rb"(?:^[ \t]*#[ \t]*pragma|_Pragma[ \t]*\([ \t]*\")[ \t]*omp[ \t]+"
                         rb"(?:target|(?:begin[ \t]+)?declare[ \t]+target)\b", re.M)
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
+#: An `#if` / `#elif` that tests what differs between host and device code. clang's
+#: `-frewrite-includes` (what sccache-dist sends a build server) evaluates every `#if` and `#elif`
+#: where it runs, the host side here, and keeps only `#ifdef` / `#ifndef` for the server to decide.
+_DEVICE_IF = re.compile(rb"^[ \t]*#[ \t]*(?:if|elif|elifdef|elifndef)\b[^\n]*?\b(__NVPTX__|__AMDGCN__|__AMDGPU__|"
+                        rb"__CUDA_ARCH__|__CUDA_ARCH_LIST__|__HIP_DEVICE_COMPILE__|__SPIRV__|__OPENMP_NVPTX__|"
+                        rb"__OPENMP_AMDGCN__|__AMDGCN_\w+|__gfx\w+__|__has_builtin)\b", re.M)
 _MAX_FILES = 2000          # headers followed from one source, at most
 _texts: dict[str, tuple[bool, list[tuple[bool, str]]]] = {}
+_device_ifs: dict[str, tuple[int, str] | None] = {}
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
 
 
 def _scan(path: str) -> tuple[bool, list[tuple[bool, str]]]:
     """(whether the file holds a target construct, its includes as (quoted, name)), read once."""
     if path not in _texts:
-        try:
-            with open(path, "rb") as f:
-                text = f.read()
-        except OSError:
-            text = b""
+        text = _read(path)
         _texts[path] = (bool(_CONSTRUCT.search(text)),
                         [(q == b'"', n.decode("utf-8", "surrogateescape").strip()) for q, n in _INCLUDE.findall(text)])
     return _texts[path]
+
+
+def device_conditional(env, node) -> tuple[str, int, str] | None:
+    """The first `#if` / `#elif` testing a device's macro (`_DEVICE_IF`) in `node`'s file or a
+    header it includes that lies in its folder or on `CPPPATH`, as (path, line, macro); None
+    when there is none. A one-job OpenMP compile sent to a build server would have it decided
+    for the host, so for every arch (`graph.compile.fat_object` keeps such a source here)."""
+    for path, _ in _files(env, node):
+        if path not in _device_ifs:
+            text = _read(path)
+            m = _DEVICE_IF.search(text)
+            _device_ifs[path] = (text.count(b"\n", 0, m.start()) + 1, m.group(1).decode()) if m else None
+        found = _device_ifs[path]
+        if found:
+            return path, found[0], found[1]
+    return None
 
 
 def _include_dirs(env, node) -> list[str]:
