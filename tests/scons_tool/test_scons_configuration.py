@@ -24,12 +24,16 @@ env = Environment(tools=['default', 'offload'], ENV={'PATH': os.environ['PATH']}
                   OFFLOAD_CUDA_COMPILER=ARGUMENTS.get('cc', 'clang'),
                   OFFLOAD_CLANG=ARGUMENTS.get('clang', 'clang-19'), OFFLOAD_DEVICEFLAGS=ARGUMENTS.get('dev', '').split())
 env.OffloadProgram('app', [ARGUMENTS['src']])
+if 'src2' in ARGUMENTS:   # a second program, its device flags its own ('-' for none)
+    env.Clone(OFFLOAD_DEVICEFLAGS=[w for w in ARGUMENTS['dev2'].split() if w != '-']).OffloadProgram(
+        'app2', [ARGUMENTS['src2']])
 """
 
 SOURCES = {
     "m.cpp": "int main() { int r = 1;\n#pragma omp target map(tofrom: r)\n r = 0;\n return r; }\n",
     "k.cu": "__global__ void k(float *x) { x[0] = 1; }\nint main() { return 0; }\n",
     "v.hip": "#include <hip/hip_runtime.h>\n__global__ void v(float *x) { x[0] = 1; }\nint main() { return 0; }\n",
+    "w.hip": "#include <hip/hip_runtime.h>\n__global__ void w(float *x) { x[0] = 2; }\nint main() { return 0; }\n",
 }
 
 
@@ -157,3 +161,9 @@ def test_a_clang_without_the_rocm_device_libraries_it_needs_is_said_before_the_b
         assert "-mcode-object-version=5" in next(ln for ln in proj.scons("-n", "src=v.hip", "archs=gfx1030",
                                                                              "clang=clang-22").stderr.splitlines()
                                                  if "cannot build AMD device code" in ln)
+    # Two environments of one build that ask for different code-object versions are each asked
+    # about with their own: the one without is said, whichever comes first.
+    for first, second in (("-mcode-object-version=5", "-"), ("-", "-mcode-object-version=5")):
+        cp = proj.scons("-n", "src=v.hip", "src2=w.hip", "archs=gfx90a", "clang=clang-22", f"dev={first}",
+                        f"dev2={second}")
+        assert cp.stderr.count("cannot build AMD device code") == int(missing), cp.stderr

@@ -296,8 +296,10 @@ def amd_device_libs(senv) -> None:
     # (`-mcode-object-version=5` takes ROCm 5's with clang 22).
     abi = [str(w) for line in _actions.command_lines(senv, "$OFFLOAD_DEVICEFLAGS") for w in line
            if str(w).startswith("-mcode-object-version=")][-1:]
-    said = _clang_says(senv, "rocm", installation.device_lib_folder, ["-x", "hip", f"--offload-arch={amd[0]}"]
-                       + installation.device_lib_argv() + abi + ["-nogpuinc", "-###", "-c"])
+    # Asked once per build for each version asked for (an environment of its own may ask another).
+    said = _clang_says(senv, " ".join(["rocm", *abi]), installation.device_lib_folder,
+                       ["-x", "hip", f"--offload-arch={amd[0]}"] + installation.device_lib_argv() + abi
+                       + ["-nogpuinc", "-###", "-c"])
     line = next((ln for ln in said[1].splitlines() if "cannot find ROCm device library" in ln), None) if said else None
     if line:
         sys.stderr.write(f"offload: warning: {said[0]} cannot build AMD device code here: "
