@@ -75,6 +75,12 @@ CUID to the source's path); cuda not guaranteed (the local build splits nvcc, th
 runs it whole, and CUDA 13's ptxas orders symbols differently between runs); omp only where both
 builds compile it here (offload entry names come from the source file's device and inode: the
 same files here, other ones in a build server's sandbox).
+
+`--steady` builds each kind a second time the way a farm's later builds run: the tool's sccache
+server stopped and its cache emptied (every compile a miss, sent again), the kind's objects and
+program removed, while the toolchain archive the tool packed stays built and the build servers
+keep the toolchains they unpacked. Its share leaves out what the first build pays once per
+toolchain (packing and uploading here, unpacking there), and is printed beside the first build's.
 The tool's sccache servers and the cluster are stopped (and the cgroups removed) at the end, also
 on error.
 
@@ -83,6 +89,7 @@ venv (`make deps`), clang-19, and per kind: clang-22 (hip-new, cuda-clang), nvcc
 cuda-clang), PyPI's nvidia-curand in the venv (cuda-clang).
 
 Usage: python3 bench/sccache_dist.py [--sources 100] [--jobs 2] [--heavy N] [--kinds hip,hip-new,cuda,cuda-clang,omp,omp-amd]
+                                     [--steady]
                                      [--servers 2] [--keep DIR]"""
 
 from __future__ import annotations
@@ -520,6 +527,9 @@ def main() -> int:
     ap.add_argument("--kinds", default=",".join(KINDS), help=f"some of {','.join(KINDS)} (comma-separated)")
     ap.add_argument("--servers", type=int, default=2, help="build servers in the cluster")
     ap.add_argument("--keep", help="build in this directory (emptied first) and keep it")
+    ap.add_argument("--steady", action="store_true",
+                    help="build each kind a second time as later builds on a farm run: the toolchains packed and "
+                         "on the servers, nothing cached; its share printed beside the first build's")
     a = ap.parse_args()
     kinds = [k for k in a.kinds.split(",") if k]
     if not kinds or any(k not in KINDS for k in kinds) or len(set(kinds)) != len(kinds):
@@ -585,6 +595,7 @@ def main() -> int:
     scons(root, env, "-c", kind_arg)
 
     dist: dict[str, dict] = {}
+    steady: dict[str, dict] = {}
     cluster = SccacheDistCluster(base / "cluster", servers=a.servers, lifetime=CLUSTER_LIFETIME,
                                  cpu_cgroups=not no_cgroups)
     denv = dict(env)
@@ -596,9 +607,10 @@ def main() -> int:
         denv.update(cluster.tool_env(base / "sccache-cache"))
         launcher = f"launcher={sccache()}"
         daemon_log = Path(denv["SCCACHE_ERROR_LOG"])     # where the tool's sccache server logs
-        for kind in kinds:
+        def dist_build(kind: str, label: str) -> dict:
+            """One distributed build of `kind`'s program, measured (see the module docstring)."""
             k = KINDS[kind]
-            rep = reports / f"dist-{kind}.html"
+            rep = reports / f"{label}-{kind}.html"
             _zero(root, denv)
             tool0 = _tool_cpu(root)
             srv0 = None if no_cgroups else cluster.server_cpu_seconds()
@@ -612,24 +624,39 @@ def main() -> int:
             dev = device_compiles(text, k.ext, len(k.archs.split(","))) if kind != "cuda" else st["adv_misses"].get("ptx [cicc]", 0)
             dcpu, dn = device_cpu(rep)
             servers = None if srv0 is None else sum(b - a_ for a_, b in zip(srv0, srv1))
-            dist[kind] = {"wall": wall, "cpu": cpu, "tool": tool1 - tool0, "here": cpu + tool1 - tool0,
-                          "acts": acts, "dev": dev, "stats": st, "packed": packed,
-                          "dev_cpu": dcpu, "dev_actions": dn, "servers": servers,
-                          "per_server": None if srv0 is None else [b - a_ for a_, b in zip(srv0, srv1)],
-                          "notes": sorted({line for line in text.splitlines()
-                                           if line.startswith("offload: note: sccache-dist")})}
-            print(f"dist   {kind:10s} {wall:8.2f} s (cpu: scons {cpu:8.2f} s, tool's sccache server {tool1 - tool0:7.2f} s;"
+            d = {"wall": wall, "cpu": cpu, "tool": tool1 - tool0, "here": cpu + tool1 - tool0,
+                 "acts": acts, "dev": dev, "stats": st, "packed": packed,
+                 "dev_cpu": dcpu, "dev_actions": dn, "servers": servers,
+                 "per_server": None if srv0 is None else [b - a_ for a_, b in zip(srv0, srv1)],
+                 "notes": sorted({line for line in text.splitlines() if line.startswith("offload: note: sccache-dist")})}
+            print(f"{label:6s} {kind:10s} {wall:8.2f} s (cpu: scons {cpu:8.2f} s, tool's sccache server {tool1 - tool0:7.2f} s;"
                   f" device compile actions {dcpu:7.2f} s in {dn}; build servers "
-                  + ("-" if servers is None else " + ".join(f"{x:.2f}" for x in dist[kind]["per_server"]) + " s")
+                  + ("-" if servers is None else " + ".join(f"{x:.2f}" for x in d["per_server"]) + " s")
                   + f")  [{fmt_counts(acts)}]", flush=True)
             print(f"       sent: {fmt_counts(st['dist_compiles'])}; dist_errors={st['dist_errors']} "
                   f"compile_fails={st['compile_fails']}; misses by kind: {fmt_counts(st['adv_misses'])}"
                   + (f"; toolchains sccache packed itself: {', '.join(packed)}" if packed else ""), flush=True)
-            for n in dist[kind]["notes"]:
+            for n in d["notes"]:
                 print(f"       {n}", flush=True)
             if servers is not None and sum(st["dist_compiles"].values()) and servers < 0.05:
                 print(f"sccache_dist: warning: {kind}: sccache sent compiles but the build servers' cgroups "
                       f"counted {servers:.3f} s of CPU: the servers' compiles are not in their cgroups", flush=True)
+            return d
+
+        for kind in kinds:
+            dist[kind] = dist_build(kind, "dist")
+            if a.steady:
+                # Again, as a build farm's later builds run: the toolchain packed and on the servers
+                # already, nothing cached (the tool's sccache server restarted on an emptied cache),
+                # the kind's objects and program removed (SCons rebuilds them; the rest stays).
+                _stop_tool_servers(root, denv)
+                shutil.rmtree(base / "sccache-cache", ignore_errors=True)
+                k = KINDS[kind]
+                for f in (root / "src" / k.folder).iterdir():
+                    if f.is_file() and f.suffix != "." + k.ext:
+                        f.unlink()
+                (root / k.prog).unlink(missing_ok=True)
+                steady[kind] = dist_build(kind, "steady")
         check(root, expect, "distributed build")
     finally:
         _stop_tool_servers(root, denv)
@@ -699,6 +726,23 @@ def main() -> int:
     print(f"| all | | | | {tot['lw']:.1f} / {tot['dw']:.1f} | {tot['lc']:.1f} / {tot['here']:.1f} | {tot['ldev']:.1f} "
           f"| {tsrv} | {tot['dhere']:.1f} "
           f"| {'-' if tshare is None else f'{100 * tshare:.0f}%'} | | |")
+    if steady and not no_cgroups:
+        print()
+        print("A later build (`--steady`: the toolchains packed and on the servers, nothing cached):")
+        print()
+        print("| kind | sent | build servers' CPU (s) | device CPU here (s) | share on servers | first build's share |")
+        print("|---|---|---|---|---|---|")
+        srv_sum = here_sum = first_srv = first_here = 0.0
+        for kind in kinds:
+            d, f = steady[kind], dist[kind]
+            dhere, fhere = d["dev_cpu"] + d["tool"], f["dev_cpu"] + f["tool"]
+            srv_sum, here_sum = srv_sum + d["servers"], here_sum + dhere
+            first_srv, first_here = first_srv + f["servers"], first_here + fhere
+            print(f"| {kind} ({KINDS[kind].what}) | {sum(d['stats']['dist_compiles'].values())} | {d['servers']:.1f} "
+                  f"| {dhere:.1f} | {100 * d['servers'] / max(d['servers'] + dhere, 1e-9):.0f}% "
+                  f"| {100 * f['servers'] / max(f['servers'] + fhere, 1e-9):.0f}% |")
+        print(f"| all | | {srv_sum:.1f} | {here_sum:.1f} | {100 * srv_sum / max(srv_sum + here_sum, 1e-9):.0f}% "
+              f"| {100 * first_srv / max(first_srv + first_here, 1e-9):.0f}% |")
     if a.keep:
         print(f"project kept in {base}")
     else:
