@@ -569,7 +569,10 @@ def fat_object(env, s, fat, archs, kw, pic=False):
     here = _openmp_sources.device_conditional(senv, s)
     if here:
         o["_OFFLOAD_LAUNCH"] = ""   # compiled here, from the files (see `_note_device_conditional`)
-        _note_device_conditional(s, *here)
+        top = _nodes.abspath(env.Dir("#"))
+        path = here[0]
+        _note_device_conditional(s, os.path.relpath(path, top) if path.startswith(top + os.sep) else path,
+                                 *here[1:])
     genv = group_env(env, o)
     made = genv._OffloadFatCompile(fat, s)
     for n in made:
