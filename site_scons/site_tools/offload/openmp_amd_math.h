@@ -17,7 +17,7 @@
  * (whose wrapper's AMD overloads call them; its own <math.h> would bring <cmath> first).
  *
  * The tool checks that clang's wrappers include exactly these headers for AMD before it sends
- * AMD OpenMP compiles (`graph.openmp_whole.amd_math_header`).
+ * AMD OpenMP compiles (`dist.openmp_wrappers.amd_math_header`).
  */
 #include <limits.h>
 #include <stdint.h>
